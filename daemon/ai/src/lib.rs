@@ -1,0 +1,1 @@
+//! Placeholder crate root; replaced by the crate's real modules.

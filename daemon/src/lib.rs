@@ -1,0 +1,1 @@
+//! The rein daemon library.

@@ -1,0 +1,216 @@
+//! The session entry tree as clients see it (and as the session file stores it).
+//!
+//! A session is a tree of entries: each has an `id` and the `parent_id` it follows. The active
+//! leaf's root-to-leaf path is the conversation the model sees.
+
+use crate::message::{Message, Usage};
+use crate::model::ThinkingLevel;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One node of the session tree.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionEntry {
+    /// Unique within the session.
+    pub id: String,
+    /// The entry this one follows; `None` for a root.
+    pub parent_id: Option<String>,
+    /// RFC 3339 time the entry was written.
+    pub timestamp: String,
+    /// What the entry records.
+    #[serde(flatten)]
+    pub kind: EntryKind,
+}
+
+/// What an entry records, tagged by `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EntryKind {
+    /// A conversation message.
+    Message {
+        /// The message.
+        message: Message,
+    },
+    /// The model in force changed from here on.
+    ModelChange {
+        /// Provider name.
+        provider: String,
+        /// Model id.
+        model: String,
+    },
+    /// The thinking level in force changed from here on.
+    ThinkingLevelChange {
+        /// The new level.
+        thinking_level: ThinkingLevel,
+    },
+    /// Older context was summarized; the model sees `summary` and the entries from
+    /// `first_kept_entry_id` on.
+    Compaction {
+        /// The summary the model sees in place of the older entries.
+        summary: String,
+        /// The first entry kept verbatim.
+        first_kept_entry_id: String,
+        /// Context tokens before compacting.
+        tokens_before: u64,
+        /// Usage of the summarization request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+        /// Why it happened: `manual`, `threshold` or `overflow`.
+        #[serde(default)]
+        reason: String,
+    },
+    /// A summary of a path that was abandoned by branching.
+    BranchSummary {
+        /// The leaf of the abandoned path.
+        from_id: String,
+        /// What was tried there.
+        summary: String,
+        /// Usage of the summarization request.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+    /// A user label on an entry (`None` removes it).
+    Label {
+        /// The labelled entry.
+        target_id: String,
+        /// The label text.
+        label: Option<String>,
+    },
+    /// Session metadata (its display name).
+    SessionInfo {
+        /// The session's name.
+        name: Option<String>,
+    },
+    /// A record of what loading repaired, so it happens once and stays visible.
+    Repair {
+        /// Each repair made.
+        actions: Vec<RepairAction>,
+    },
+    /// Opaque data for extensions; never sent to the model.
+    Custom {
+        /// Who wrote it and what it is.
+        custom_type: String,
+        /// The data.
+        data: Value,
+    },
+    /// An entry kind this version does not know (written by a newer rein); kept as a node of the
+    /// tree but otherwise ignored.
+    #[serde(other)]
+    Unknown,
+}
+
+/// One repair made while loading a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "action", rename_all = "snake_case")]
+pub enum RepairAction {
+    /// A tool call had no result; an error result saying it was interrupted was added.
+    InterruptedToolCall {
+        /// The call.
+        tool_call_id: String,
+        /// The entry id of the added result.
+        result_entry_id: String,
+    },
+    /// A second result for one call was dropped.
+    DuplicateResultDropped {
+        /// The call.
+        tool_call_id: String,
+        /// The dropped entry.
+        entry_id: String,
+    },
+    /// A result with no matching call was dropped.
+    OrphanResultDropped {
+        /// The call id the result named.
+        tool_call_id: String,
+        /// The dropped entry.
+        entry_id: String,
+    },
+    /// A result that stood away from its call was moved back behind it.
+    ResultReordered {
+        /// The call.
+        tool_call_id: String,
+        /// The moved entry.
+        entry_id: String,
+    },
+    /// Lines that could not be parsed were set aside in the `.corrupt` sidecar file.
+    CorruptLinesSkipped {
+        /// 1-based line numbers in the session file.
+        lines: Vec<u64>,
+        /// The sidecar file's path.
+        sidecar: String,
+    },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::UserMessage;
+
+    fn entry(kind: EntryKind) -> SessionEntry {
+        SessionEntry {
+            id: "a1b2c3d4".into(),
+            parent_id: Some("00000000".into()),
+            timestamp: "2026-11-30T10:00:00Z".into(),
+            kind,
+        }
+    }
+
+    #[test]
+    fn every_entry_kind_round_trips() {
+        let kinds = vec![
+            EntryKind::Message { message: Message::User(UserMessage::text("hi", 1)) },
+            EntryKind::ModelChange { provider: "p".into(), model: "m".into() },
+            EntryKind::ThinkingLevelChange { thinking_level: ThinkingLevel::High },
+            EntryKind::Compaction {
+                summary: "s".into(),
+                first_kept_entry_id: "x".into(),
+                tokens_before: 10,
+                usage: Some(Usage::default()),
+                reason: "manual".into(),
+            },
+            EntryKind::BranchSummary { from_id: "y".into(), summary: "tried".into(), usage: None },
+            EntryKind::Label { target_id: "z".into(), label: Some("good".into()) },
+            EntryKind::SessionInfo { name: Some("fix bug".into()) },
+            EntryKind::Repair {
+                actions: vec![
+                    RepairAction::InterruptedToolCall {
+                        tool_call_id: "c".into(),
+                        result_entry_id: "r".into(),
+                    },
+                    RepairAction::DuplicateResultDropped {
+                        tool_call_id: "c".into(),
+                        entry_id: "e".into(),
+                    },
+                    RepairAction::OrphanResultDropped {
+                        tool_call_id: "c".into(),
+                        entry_id: "e".into(),
+                    },
+                    RepairAction::ResultReordered { tool_call_id: "c".into(), entry_id: "e".into() },
+                    RepairAction::CorruptLinesSkipped { lines: vec![3], sidecar: "f".into() },
+                ],
+            },
+            EntryKind::Custom { custom_type: "ext".into(), data: serde_json::json!({"k": 1}) },
+        ];
+        for kind in kinds {
+            let e = entry(kind);
+            let text = serde_json::to_string(&e).unwrap();
+            let back: SessionEntry = serde_json::from_str(&text).unwrap();
+            assert_eq!(back, e, "{text}");
+        }
+    }
+
+    #[test]
+    fn entry_is_flat_on_the_wire() {
+        let value = serde_json::to_value(entry(EntryKind::SessionInfo { name: None })).unwrap();
+        assert_eq!(value["type"], "session_info");
+        assert_eq!(value["id"], "a1b2c3d4");
+    }
+
+    #[test]
+    fn unknown_entry_kind_is_kept_as_unknown() {
+        let text = r#"{"id":"q","parent_id":null,"timestamp":"t","type":"hologram","beam":3}"#;
+        let e: SessionEntry = serde_json::from_str(text).unwrap();
+        assert_eq!(e.kind, EntryKind::Unknown);
+        assert_eq!(e.id, "q");
+    }
+}

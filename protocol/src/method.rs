@@ -1,0 +1,662 @@
+//! Methods: their names, params and results.
+//!
+//! Names are `family/verb`; params are always one JSON object (by name). Every param struct
+//! accepts unknown fields, so a newer client can talk to an older daemon within a major version.
+
+use crate::entry::SessionEntry;
+use crate::event::{ApprovalDecision, QueueState};
+use crate::message::{ContentBlock, Message, Usage};
+use crate::model::{ModelInfo, ModelRef, ThinkingLevel};
+use crate::version::ProtocolVersion;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Method names, one constant per method.
+pub mod names {
+    /// Handshake: versions and capabilities.
+    pub const INITIALIZE: &str = "initialize";
+    /// Daemon version, pid, uptime, socket.
+    pub const DAEMON_INFO: &str = "daemon/info";
+    /// Graceful shutdown.
+    pub const DAEMON_SHUTDOWN: &str = "daemon/shutdown";
+    /// Daemon-wide lifecycle events.
+    pub const DAEMON_SUBSCRIBE: &str = "daemon/subscribe";
+    /// Ends a daemon subscription.
+    pub const DAEMON_UNSUBSCRIBE: &str = "daemon/unsubscribe";
+    /// Notification method of daemon subscriptions.
+    pub const DAEMON_EVENT: &str = "daemon/event";
+    /// New session.
+    pub const SESSION_CREATE: &str = "session/create";
+    /// Sessions on disk.
+    pub const SESSION_LIST: &str = "session/list";
+    /// Load a session.
+    pub const SESSION_OPEN: &str = "session/open";
+    /// Unload a session.
+    pub const SESSION_CLOSE: &str = "session/close";
+    /// Delete a session file.
+    pub const SESSION_DELETE: &str = "session/delete";
+    /// Copy an entry's path into a new session.
+    pub const SESSION_FORK: &str = "session/fork";
+    /// A session's state.
+    pub const SESSION_STATE: &str = "session/state";
+    /// The messages on the active path.
+    pub const SESSION_MESSAGES: &str = "session/messages";
+    /// Every entry, for navigation.
+    pub const SESSION_TREE: &str = "session/tree";
+    /// Label an entry.
+    pub const SESSION_LABEL: &str = "session/label";
+    /// Rename a session.
+    pub const SESSION_RENAME: &str = "session/rename";
+    /// Start a run.
+    pub const SESSION_PROMPT: &str = "session/prompt";
+    /// Steer the current run.
+    pub const SESSION_STEER: &str = "session/steer";
+    /// Queue a follow-up run.
+    pub const SESSION_FOLLOW_UP: &str = "session/follow_up";
+    /// Cancel the run and any user shell command.
+    pub const SESSION_CANCEL: &str = "session/cancel";
+    /// The queues.
+    pub const SESSION_QUEUE: &str = "session/queue";
+    /// Clear the queues.
+    pub const SESSION_CLEAR_QUEUE: &str = "session/clear_queue";
+    /// Change the model.
+    pub const SESSION_SET_MODEL: &str = "session/set_model";
+    /// Change the thinking level.
+    pub const SESSION_SET_THINKING: &str = "session/set_thinking";
+    /// Change the approval policy.
+    pub const SESSION_SET_APPROVAL_POLICY: &str = "session/set_approval_policy";
+    /// Move the active leaf.
+    pub const SESSION_BRANCH: &str = "session/branch";
+    /// Summarize older context.
+    pub const SESSION_COMPACT: &str = "session/compact";
+    /// Export the active path.
+    pub const SESSION_EXPORT: &str = "session/export";
+    /// Run a user shell command.
+    pub const SESSION_SHELL: &str = "session/shell";
+    /// Subscribe to a session's events.
+    pub const SESSION_SUBSCRIBE: &str = "session/subscribe";
+    /// End a session subscription.
+    pub const SESSION_UNSUBSCRIBE: &str = "session/unsubscribe";
+    /// Notification method of session subscriptions.
+    pub const SESSION_EVENT: &str = "session/event";
+    /// Answer an approval request.
+    pub const APPROVAL_RESPOND: &str = "approval/respond";
+    /// Trust or revoke a project directory.
+    pub const TRUST_SET: &str = "trust/set";
+    /// Trusted directories.
+    pub const TRUST_LIST: &str = "trust/list";
+    /// Configured providers' models.
+    pub const MODELS_LIST: &str = "models/list";
+}
+
+/// Params with no fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Empty {}
+
+/// What a client can do.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ClientCapabilities {
+    /// The client shows approval requests to a person and answers them. The daemon denies an
+    /// approval at once when no subscribed client has this capability.
+    #[serde(default)]
+    pub approvals: bool,
+}
+
+/// `initialize` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InitializeParams {
+    /// The client's name (shown in `resolved_by` and logs).
+    pub client_name: String,
+    /// The client's version.
+    #[serde(default)]
+    pub client_version: String,
+    /// The protocol version the client speaks.
+    pub protocol_version: ProtocolVersion,
+    /// What the client can do.
+    #[serde(default)]
+    pub capabilities: ClientCapabilities,
+}
+
+/// What the daemon can do.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DaemonCapabilities {
+    /// Replay buffer length per session, in events.
+    pub replay_buffer: u64,
+    /// The longest accepted line, in bytes.
+    pub max_line_bytes: u64,
+    /// Export formats offered.
+    pub export_formats: Vec<ExportFormat>,
+}
+
+/// `initialize` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InitializeResult {
+    /// The daemon's version.
+    pub daemon_version: String,
+    /// The protocol version the daemon speaks.
+    pub protocol_version: ProtocolVersion,
+    /// What the daemon can do.
+    pub capabilities: DaemonCapabilities,
+}
+
+/// `daemon/info` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct DaemonInfo {
+    /// The daemon's version.
+    pub version: String,
+    /// The protocol version it speaks.
+    pub protocol_version: ProtocolVersion,
+    /// Its process id.
+    pub pid: u32,
+    /// Milliseconds since it started.
+    pub uptime_ms: u64,
+    /// The socket it serves.
+    pub socket_path: String,
+    /// Its state directory.
+    pub rein_home: String,
+    /// Sessions loaded in memory.
+    pub sessions_loaded: u64,
+    /// Open connections.
+    pub connections: u64,
+}
+
+/// Params naming one session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionRef {
+    /// The session id.
+    pub session_id: String,
+}
+
+/// How tool calls are approved.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum ApprovalPolicy {
+    /// Every write, edit and bash call asks.
+    #[default]
+    Ask,
+    /// Writes and edits inside the project pass; bash and anything outside ask.
+    AutoEdit,
+    /// Nothing asks.
+    Yolo,
+}
+
+impl ApprovalPolicy {
+    /// The name used in configuration and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ask => "ask",
+            Self::AutoEdit => "auto-edit",
+            Self::Yolo => "yolo",
+        }
+    }
+}
+
+/// Limits on one run; unset ones come from the configuration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunLimits {
+    /// Most turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// Most cost in US dollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<f64>,
+    /// Most wall time in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_seconds: Option<u64>,
+}
+
+/// `session/create` params.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CreateSessionParams {
+    /// The project directory (absolute).
+    pub cwd: String,
+    /// `provider/model`; the configured default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Thinking level; the configured default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking_level: Option<ThinkingLevel>,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Approval policy; the configured default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_policy: Option<ApprovalPolicy>,
+}
+
+/// A session as listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionSummary {
+    /// The session id.
+    pub session_id: String,
+    /// Its project directory.
+    pub cwd: String,
+    /// Its name, if set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The first user prompt, shortened.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_prompt: Option<String>,
+    /// Entries in the file.
+    pub entry_count: u64,
+    /// File size in bytes.
+    pub size_bytes: u64,
+    /// RFC 3339 creation time.
+    pub created: String,
+    /// RFC 3339 time of the last write.
+    pub updated: String,
+    /// The session file's path.
+    pub path: String,
+    /// Whether the daemon has it loaded.
+    #[serde(default)]
+    pub loaded: bool,
+    /// Whether it is running now.
+    #[serde(default)]
+    pub running: bool,
+}
+
+/// `session/list` params.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ListSessionsParams {
+    /// Only sessions of this project directory; all when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+}
+
+/// `session/list` result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ListSessionsResult {
+    /// Most recently updated first.
+    pub sessions: Vec<SessionSummary>,
+}
+
+/// A project file left out of the prompt, and why.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExcludedFile {
+    /// The file.
+    pub path: String,
+    /// Why (`project not trusted`, ...).
+    pub reason: String,
+}
+
+/// `session/state` result (also returned by create and open).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SessionState {
+    /// The session id.
+    pub session_id: String,
+    /// Its project directory.
+    pub cwd: String,
+    /// Its name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The model in force.
+    pub model: ModelRef,
+    /// The thinking level in force.
+    pub thinking_level: ThinkingLevel,
+    /// The approval policy.
+    pub approval_policy: ApprovalPolicy,
+    /// Whether a run is active.
+    pub running: bool,
+    /// The active run's id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// The queues.
+    pub queues: QueueState,
+    /// Usage summed over the session.
+    pub usage: Usage,
+    /// Estimated tokens of the context the next request sends.
+    pub context_tokens: u64,
+    /// The model's context window.
+    pub context_window: u64,
+    /// The active leaf.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaf_id: Option<String>,
+    /// Whether the project directory is trusted.
+    pub trusted: bool,
+    /// Project files left out of the prompt.
+    #[serde(default)]
+    pub excluded_files: Vec<ExcludedFile>,
+    /// The last event seq; subscribe with `after_seq` set to it to continue from this state.
+    pub last_seq: u64,
+}
+
+/// `session/messages` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct MessagesResult {
+    /// The messages on the active path, as the model will see them next (a compaction summary
+    /// appears as a leading user message).
+    pub messages: Vec<Message>,
+    /// The active leaf.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaf_id: Option<String>,
+    /// The last event seq.
+    pub last_seq: u64,
+}
+
+/// `session/tree` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TreeResult {
+    /// Every entry in file order.
+    pub entries: Vec<SessionEntry>,
+    /// The active leaf.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leaf_id: Option<String>,
+}
+
+/// `session/fork` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ForkParams {
+    /// The session to fork.
+    pub session_id: String,
+    /// The entry whose root-to-entry path the new session starts with.
+    pub entry_id: String,
+}
+
+/// `session/label` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LabelParams {
+    /// The session.
+    pub session_id: String,
+    /// The entry to label.
+    pub entry_id: String,
+    /// The label; null removes it.
+    pub label: Option<String>,
+}
+
+/// `session/rename` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RenameParams {
+    /// The session.
+    pub session_id: String,
+    /// The new name.
+    pub name: String,
+}
+
+/// What to do with a prompt when the session is already running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum BusyBehavior {
+    /// Deliver it at the next turn boundary.
+    Steer,
+    /// Run it after the current run.
+    FollowUp,
+}
+
+/// `session/prompt` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PromptParams {
+    /// The session.
+    pub session_id: String,
+    /// The prompt text.
+    pub text: String,
+    /// Images sent with it (`image` content blocks).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ContentBlock>,
+    /// When the session is running: steer or follow up instead of failing with `session_busy`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when_busy: Option<BusyBehavior>,
+    /// Limits for this run.
+    #[serde(default)]
+    pub limits: RunLimits,
+}
+
+/// `session/prompt` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct PromptResult {
+    /// The run's id; a queued prompt gets the id its run will have.
+    pub run_id: String,
+    /// `started`, `steered` or `queued`.
+    pub disposition: PromptDisposition,
+}
+
+/// What happened to a prompt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PromptDisposition {
+    /// A run started.
+    Started,
+    /// It was queued as steering for the current run.
+    Steered,
+    /// It was queued as a follow-up.
+    Queued,
+}
+
+/// `session/steer` and `session/follow_up` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct QueueMessageParams {
+    /// The session.
+    pub session_id: String,
+    /// The text.
+    pub text: String,
+    /// Images sent with it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ContentBlock>,
+}
+
+/// `session/steer` and `session/follow_up` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct QueueMessageResult {
+    /// The queued item's id.
+    pub id: String,
+    /// True when the session was idle and the message started a run instead.
+    pub started_run: bool,
+}
+
+/// `session/cancel` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CancelResult {
+    /// True when a run or shell command was cancelled; false when there was nothing to cancel.
+    pub cancelled: bool,
+}
+
+/// Which queue to clear.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueSelector {
+    /// Both queues.
+    #[default]
+    All,
+    /// Steering only.
+    Steering,
+    /// Follow-ups only.
+    FollowUp,
+}
+
+/// `session/clear_queue` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ClearQueueParams {
+    /// The session.
+    pub session_id: String,
+    /// Which queue; both when absent.
+    #[serde(default)]
+    pub queue: QueueSelector,
+}
+
+/// `session/set_model` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SetModelParams {
+    /// The session.
+    pub session_id: String,
+    /// `provider/model`.
+    pub model: String,
+}
+
+/// `session/set_thinking` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SetThinkingParams {
+    /// The session.
+    pub session_id: String,
+    /// The level.
+    pub level: ThinkingLevel,
+}
+
+/// `session/set_approval_policy` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SetApprovalPolicyParams {
+    /// The session.
+    pub session_id: String,
+    /// The policy.
+    pub policy: ApprovalPolicy,
+}
+
+/// `session/branch` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BranchParams {
+    /// The session.
+    pub session_id: String,
+    /// The entry that becomes the active leaf; null for an empty conversation.
+    pub entry_id: Option<String>,
+    /// Summarize the abandoned path into a branch-summary entry with the session's model.
+    #[serde(default)]
+    pub summarize: bool,
+}
+
+/// `session/branch` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct BranchResult {
+    /// The new leaf (the summary entry when one was written).
+    pub leaf_id: Option<String>,
+    /// The branch-summary entry, when `summarize` was set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary_entry_id: Option<String>,
+}
+
+/// `session/compact` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CompactParams {
+    /// The session.
+    pub session_id: String,
+    /// What the summary should focus on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+}
+
+/// `session/compact` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CompactResult {
+    /// The compaction entry.
+    pub entry_id: String,
+    /// Context tokens before.
+    pub tokens_before: u64,
+    /// Estimated context tokens after.
+    pub tokens_after: u64,
+    /// The summary.
+    pub summary: String,
+}
+
+/// Export formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ExportFormat {
+    /// A readable transcript.
+    Markdown,
+    /// One JSON object per line: messages, then run info.
+    Jsonl,
+}
+
+/// `session/export` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExportParams {
+    /// The session.
+    pub session_id: String,
+    /// The format.
+    pub format: ExportFormat,
+}
+
+/// `session/export` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ExportResult {
+    /// The exported text.
+    pub content: String,
+}
+
+/// `session/shell` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ShellParams {
+    /// The session (the command runs in its directory).
+    pub session_id: String,
+    /// The command line, run by `sh -c`.
+    pub command: String,
+    /// Add the command and its output to the context as a user message.
+    #[serde(default = "default_true")]
+    pub add_to_context: bool,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// `session/shell` result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ShellResult {
+    /// Identifies the command in `shell_*` events.
+    pub shell_id: String,
+}
+
+/// `session/subscribe` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct SubscribeParams {
+    /// The session.
+    pub session_id: String,
+    /// Deliver events after this seq first (from the replay buffer); only live events when
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_seq: Option<u64>,
+}
+
+/// `approval/respond` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ApprovalRespondParams {
+    /// The session.
+    pub session_id: String,
+    /// The request, from `approval_requested`.
+    pub request_id: String,
+    /// The answer.
+    pub decision: ApprovalDecision,
+    /// A reason the model sees when denied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `trust/set` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TrustParams {
+    /// The project directory.
+    pub path: String,
+    /// Trust (true) or revoke (false).
+    pub trusted: bool,
+}
+
+/// `trust/list` result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct TrustListResult {
+    /// Trusted directories.
+    pub paths: Vec<String>,
+}
+
+/// `models/list` result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ModelsResult {
+    /// The configured default, as `provider/model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_model: Option<String>,
+    /// Known models of configured providers.
+    pub models: Vec<ModelInfo>,
+}
+
+/// Result of a subscribe call: the subscription id used by its notifications.
+pub type SubscriptionId = String;
+
+/// Result of methods that only acknowledge.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Ack {
+    /// Always true.
+    pub ok: bool,
+}
+
+impl Ack {
+    /// The acknowledgement.
+    pub fn ok() -> Self {
+        Self { ok: true }
+    }
+}
