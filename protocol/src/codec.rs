@@ -164,15 +164,10 @@ mod tests {
     use tokio_util::codec::FramedRead;
 
     async fn frames(input: &[u8], max: usize, chunk: usize) -> Vec<Frame> {
-        let chunks: Vec<std::io::Result<bytes::Bytes>> = input
-            .chunks(chunk.max(1))
-            .map(|c| Ok(bytes::Bytes::copy_from_slice(c)))
-            .collect();
+        let chunks: Vec<std::io::Result<bytes::Bytes>> =
+            input.chunks(chunk.max(1)).map(|c| Ok(bytes::Bytes::copy_from_slice(c))).collect();
         let reader = tokio_util::io::StreamReader::new(futures::stream::iter(chunks));
-        FramedRead::new(reader, LineCodec::new(max))
-            .map(|frame| frame.unwrap())
-            .collect()
-            .await
+        FramedRead::new(reader, LineCodec::new(max)).map(|frame| frame.unwrap()).collect().await
     }
 
     #[tokio::test]

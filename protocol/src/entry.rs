@@ -185,7 +185,10 @@ mod tests {
                         tool_call_id: "c".into(),
                         entry_id: "e".into(),
                     },
-                    RepairAction::ResultReordered { tool_call_id: "c".into(), entry_id: "e".into() },
+                    RepairAction::ResultReordered {
+                        tool_call_id: "c".into(),
+                        entry_id: "e".into(),
+                    },
                     RepairAction::CorruptLinesSkipped { lines: vec![3], sidecar: "f".into() },
                 ],
             },

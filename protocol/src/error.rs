@@ -138,7 +138,9 @@ impl ErrorKind {
                 "The message was not a JSON-RPC 2.0 request, or the line exceeded the size limit."
             }
             Self::MethodNotFound => "The method does not exist.",
-            Self::InvalidParams => "The params do not fit the method; `data.field` names the field.",
+            Self::InvalidParams => {
+                "The params do not fit the method; `data.field` names the field."
+            }
             Self::Internal => "A fault inside the daemon. The daemon keeps serving.",
             Self::SessionNotFound => "No session has that id.",
             Self::SessionBusy => "The session is running; steer, queue a follow-up, or wait.",

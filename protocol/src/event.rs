@@ -565,7 +565,10 @@ mod tests {
             other => panic!("unexpected {other:?}"),
         }
         let text = r#"{"type":"hologram","x":1}"#;
-        assert_eq!(serde_json::from_str::<SubscriptionItem>(text).unwrap(), SubscriptionItem::Unknown);
+        assert_eq!(
+            serde_json::from_str::<SubscriptionItem>(text).unwrap(),
+            SubscriptionItem::Unknown
+        );
         let text = r#"{"kind":"turn_start","turn":2,"new":"field"}"#;
         assert_eq!(
             serde_json::from_str::<SessionEvent>(text).unwrap(),

@@ -93,10 +93,8 @@ mod tests {
     fn round_trips_as_a_string() {
         let json = serde_json::to_string(&PROTOCOL_VERSION).unwrap_or_default();
         assert_eq!(json, "\"1.0\"");
-        let back: ProtocolVersion = serde_json::from_str(&json).unwrap_or(ProtocolVersion {
-            major: 0,
-            minor: 0,
-        });
+        let back: ProtocolVersion =
+            serde_json::from_str(&json).unwrap_or(ProtocolVersion { major: 0, minor: 0 });
         assert_eq!(back, PROTOCOL_VERSION);
     }
 }

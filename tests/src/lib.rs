@@ -1,1 +1,1 @@
-//! Placeholder crate root; replaced by the crate's real modules.
+//! Shared test fixtures for every rein crate: the scripted fake provider and the daemon fixture.
