@@ -1,1 +1,28 @@
-//! Placeholder crate root; replaced by the crate's real modules.
+//! Session files: the JSONL entry tree, crash-safe storage with locks, replay, tool-history
+//! repair, branching, compaction, listing and export.
+//!
+//! This crate is the only code that writes session files. The layout and format are documented
+//! in `docs/sessions.md`. A [`SessionStore`] owns a storage root and creates, opens, lists,
+//! forks and deletes sessions; an open [`Session`] holds its file's lock, appends entries
+//! (fsync'd before returning) and replays the active path into the messages the next request
+//! sends. Model calls (compaction and branch summaries) go through [`rein_ai::Provider`].
+
+pub mod error;
+pub mod header;
+pub mod ids;
+pub mod listing;
+pub mod paths;
+pub mod repair;
+pub mod replay;
+pub mod session;
+pub mod storage;
+pub mod store;
+pub mod tree;
+
+pub use error::SessionError;
+pub use header::{FORMAT_VERSION, SessionHeader};
+pub use repair::PathMessage;
+pub use replay::Replay;
+pub use session::{LoadReport, Session};
+pub use store::SessionStore;
+pub use tree::SessionTree;

@@ -1,0 +1,3 @@
+//! Session benchmarks (filled in below).
+
+fn main() {}

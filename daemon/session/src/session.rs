@@ -1,0 +1,409 @@
+//! An open session: its locked file, its entry tree, and the writes a harness makes.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use rein_protocol::entry::RepairAction;
+use rein_protocol::message::Message;
+use rein_protocol::model::{ModelRef, ThinkingLevel};
+use rein_protocol::{EntryKind, SessionEntry};
+
+use crate::error::SessionError;
+use crate::header::SessionHeader;
+use crate::ids::{new_entry_id, now_millis, now_rfc3339};
+use crate::repair::{PathMessage, repair_tool_history};
+use crate::replay::{Replay, recorded_repairs, replay};
+use crate::storage::{SessionFile, keep_damaged_lines};
+use crate::tree::{SessionTree, leaf_move_kind};
+
+/// What opening a session repaired (also written to the file as one repair entry).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LoadReport {
+    /// Every repair made, in the order written.
+    pub actions: Vec<RepairAction>,
+    /// The repair entry, when anything was repaired.
+    pub repair_entry_id: Option<String>,
+}
+
+/// An open session. Holds the file's lock until dropped; every write is durable (fsync'd) when
+/// the call returns.
+#[derive(Debug)]
+pub struct Session {
+    header: SessionHeader,
+    file: SessionFile,
+    tree: SessionTree,
+    pub(crate) compaction_running: Arc<AtomicBool>,
+}
+
+impl Session {
+    /// Wraps a freshly created file.
+    pub(crate) fn from_new_file(
+        header: SessionHeader,
+        file: SessionFile,
+        entries: Vec<SessionEntry>,
+    ) -> Self {
+        Self {
+            header,
+            file,
+            tree: SessionTree::from_entries(entries),
+            compaction_running: Arc::default(),
+        }
+    }
+
+    /// Opens and locks an existing session file, then repairs what needs it: damaged lines are
+    /// set aside in the `.corrupt` sidecar and cut out of the file (atomic rewrite), and the
+    /// active path's tool history is repaired. Repairs are recorded in one repair entry.
+    pub fn open(path: &Path) -> Result<(Self, LoadReport), SessionError> {
+        let (mut file, parsed) = SessionFile::open(path)?;
+        let mut actions = Vec::new();
+        if parsed.needs_rewrite {
+            if !parsed.damaged.is_empty() {
+                let sidecar = keep_damaged_lines(path, &parsed.damaged, &now_rfc3339())?;
+                let lines: Vec<u64> = parsed.damaged.iter().map(|d| d.line).collect();
+                tracing::warn!(path = %path.display(), ?lines, "skipped damaged session lines");
+                actions.push(RepairAction::CorruptLinesSkipped {
+                    lines,
+                    sidecar: sidecar.display().to_string(),
+                });
+            }
+            file.rewrite(&parsed.header, &parsed.entries)?;
+        }
+        let mut session = Self::from_new_file(parsed.header, file, parsed.entries);
+        let report = session.repair_with(actions)?;
+        Ok((session, report))
+    }
+
+    /// Repairs the active path's tool history (dangling calls answered, duplicates and orphans
+    /// dropped, results put back behind their calls) and writes what was done, once: repairs
+    /// already recorded on the path are not repeated. Runs on open.
+    pub fn repair_active_path(&mut self) -> Result<LoadReport, SessionError> {
+        self.repair_with(Vec::new())
+    }
+
+    fn repair_with(&mut self, mut actions: Vec<RepairAction>) -> Result<LoadReport, SessionError> {
+        let path = self.tree.active_path();
+        let raw = crate::replay::raw_context(&path);
+        let recorded = recorded_repairs(&path);
+        let mut minted: HashSet<String> = HashSet::new();
+        let tree = &self.tree;
+        let mut new_id = || {
+            let id = new_entry_id(|id| tree.contains(id) || minted.contains(id));
+            minted.insert(id.clone());
+            id
+        };
+        let (repaired, tool_actions) = repair_tool_history(raw, &mut new_id, now_millis());
+        let fresh: Vec<RepairAction> = tool_actions
+            .into_iter()
+            .filter(|a| crate::repair::action_entry_id(a).is_none_or(|id| !recorded.contains(id)))
+            .collect();
+        let added: Vec<PathMessage> =
+            repaired.into_iter().filter(|m| minted.contains(&m.entry_id)).collect();
+        actions.extend(fresh);
+        if actions.is_empty() {
+            return Ok(LoadReport::default());
+        }
+        let mut entries: Vec<(Option<String>, EntryKind)> = added
+            .into_iter()
+            .map(|m| (Some(m.entry_id), EntryKind::Message { message: m.message }))
+            .collect();
+        entries.push((None, EntryKind::Repair { actions: actions.clone() }));
+        let written = self.append_entries(entries)?;
+        tracing::info!(session = %self.header.id, count = actions.len(), "repaired session");
+        Ok(LoadReport { actions, repair_entry_id: written.last().map(|e| e.id.clone()) })
+    }
+
+    /// Whether a compaction of this session is generating its summary now.
+    pub fn is_compacting(&self) -> bool {
+        self.compaction_running.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The header line.
+    pub fn header(&self) -> &SessionHeader {
+        &self.header
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.header.id
+    }
+
+    /// The project directory.
+    pub fn cwd(&self) -> &str {
+        &self.header.cwd
+    }
+
+    /// The session file.
+    pub fn path(&self) -> &Path {
+        self.file.path()
+    }
+
+    /// The entry tree (every entry, for navigation).
+    pub fn tree(&self) -> &SessionTree {
+        &self.tree
+    }
+
+    /// The active leaf.
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.tree.leaf_id()
+    }
+
+    /// The session's name.
+    pub fn name(&self) -> Option<&str> {
+        self.tree.name()
+    }
+
+    /// Everything the active path puts in force.
+    pub fn replay(&self) -> Replay {
+        replay(&self.tree.active_path())
+    }
+
+    /// The messages on the active path as the model sees them (the compaction summary first),
+    /// with recorded repairs applied. Dangling calls of a run in progress are left as they are.
+    pub fn context_messages(&self) -> Vec<Message> {
+        self.replay().message_list()
+    }
+
+    /// The messages to send in the next request: [`Session::context_messages`] with the full
+    /// tool-history repair applied in memory, so the request is always valid.
+    pub fn request_messages(&self) -> Vec<Message> {
+        crate::repair::repair_messages(self.context_messages(), now_millis())
+    }
+
+    /// Appends one entry after the active leaf; it becomes the leaf. Durable on return.
+    pub fn append(&mut self, kind: EntryKind) -> Result<SessionEntry, SessionError> {
+        let mut written = self.append_entries(vec![(None, kind)])?;
+        written.pop().ok_or_else(|| SessionError::Stale("no entry written".into()))
+    }
+
+    /// Appends several entries as a chain after the active leaf with one fsync; the last
+    /// becomes the leaf. Durable on return.
+    pub fn append_all(&mut self, kinds: Vec<EntryKind>) -> Result<Vec<SessionEntry>, SessionError> {
+        self.append_entries(kinds.into_iter().map(|k| (None, k)).collect())
+    }
+
+    /// Appends a message after the active leaf.
+    pub fn append_message(&mut self, message: Message) -> Result<SessionEntry, SessionError> {
+        self.append(EntryKind::Message { message })
+    }
+
+    /// Records a model change.
+    pub fn set_model(&mut self, model: &ModelRef) -> Result<SessionEntry, SessionError> {
+        self.append(EntryKind::ModelChange {
+            provider: model.provider.clone(),
+            model: model.model.clone(),
+        })
+    }
+
+    /// Records a thinking-level change.
+    pub fn set_thinking_level(
+        &mut self,
+        thinking_level: ThinkingLevel,
+    ) -> Result<SessionEntry, SessionError> {
+        self.append(EntryKind::ThinkingLevelChange { thinking_level })
+    }
+
+    /// Names the session (`None` clears the name).
+    pub fn set_name(&mut self, name: Option<String>) -> Result<SessionEntry, SessionError> {
+        self.append(EntryKind::SessionInfo { name })
+    }
+
+    /// Labels an entry (`None` removes its label).
+    pub fn label(
+        &mut self,
+        target_id: &str,
+        label: Option<String>,
+    ) -> Result<SessionEntry, SessionError> {
+        self.require_entry(target_id)?;
+        self.append(EntryKind::Label { target_id: target_id.to_string(), label })
+    }
+
+    /// Moves the active leaf to an earlier entry (`None`: an empty conversation) without
+    /// adding to any path. The move is written as a leaf-move entry so reopening lands here.
+    pub fn move_leaf(&mut self, target: Option<&str>) -> Result<(), SessionError> {
+        if let Some(id) = target {
+            self.require_entry(id)?;
+        }
+        if self.leaf_id() == target {
+            return Ok(());
+        }
+        self.append(leaf_move_kind(target)).map(|_| ())
+    }
+
+    /// Fails with `EntryNotFound` unless the entry exists.
+    pub(crate) fn require_entry(&self, id: &str) -> Result<&SessionEntry, SessionError> {
+        self.tree.get(id).ok_or_else(|| SessionError::EntryNotFound(id.to_string()))
+    }
+
+    /// Writes entries as a chain from the leaf with one fsync. An entry may bring its own id
+    /// (synthesized repair results do); otherwise a fresh one is made.
+    pub(crate) fn append_entries(
+        &mut self,
+        entries: Vec<(Option<String>, EntryKind)>,
+    ) -> Result<Vec<SessionEntry>, SessionError> {
+        let timestamp = now_rfc3339();
+        let mut parent = self.leaf_id().map(str::to_string);
+        let mut minted: HashSet<String> = HashSet::new();
+        let mut written = Vec::with_capacity(entries.len());
+        for (id, kind) in entries {
+            let id = id.unwrap_or_else(|| {
+                new_entry_id(|id| self.tree.contains(id) || minted.contains(id))
+            });
+            minted.insert(id.clone());
+            // A leaf move is not part of the chain: what follows it hangs off its target.
+            let next_parent = match crate::tree::leaf_move_target(&SessionEntry {
+                id: String::new(),
+                parent_id: None,
+                timestamp: String::new(),
+                kind: kind.clone(),
+            }) {
+                Some(target) => target.map(str::to_string),
+                None => Some(id.clone()),
+            };
+            written.push(SessionEntry {
+                id,
+                parent_id: parent.clone(),
+                timestamp: timestamp.clone(),
+                kind,
+            });
+            parent = next_parent;
+        }
+        self.file.append(&written)?;
+        for entry in &written {
+            self.tree.push(entry.clone());
+        }
+        Ok(written)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repair::tests::{assistant, result, user};
+    use crate::store::SessionStore;
+
+    fn store() -> (tempfile::TempDir, SessionStore) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        (dir, store)
+    }
+
+    fn append(session: &mut Session, message: PathMessage) -> String {
+        session.append_message(message.message).unwrap().id
+    }
+
+    #[test]
+    fn appends_chain_and_reopen_replays_the_same() {
+        let (_dir, store) = store();
+        let mut session = store.create("/work/p").unwrap();
+        let u = append(&mut session, user("hello"));
+        let a = append(&mut session, assistant("x", &["c1"]));
+        let r = append(&mut session, result("y", "c1"));
+        session.set_model(&ModelRef { provider: "p".into(), model: "m".into() }).unwrap();
+        session.set_thinking_level(ThinkingLevel::Low).unwrap();
+        let before = session.replay();
+        assert_eq!(before.messages.len(), 3);
+        assert_eq!(session.tree().get(&a).unwrap().parent_id.as_deref(), Some(u.as_str()));
+        assert_eq!(session.tree().get(&r).unwrap().parent_id.as_deref(), Some(a.as_str()));
+        let id = session.id().to_string();
+        drop(session);
+        let (session, report) = store.open(&id).unwrap();
+        assert_eq!(report, LoadReport::default());
+        assert_eq!(session.replay(), before);
+        assert_eq!(session.replay().thinking_level, Some(ThinkingLevel::Low));
+    }
+
+    #[test]
+    fn reopen_lands_on_the_branch() {
+        let (_dir, store) = store();
+        let mut session = store.create("/p").unwrap();
+        let u1 = append(&mut session, user("one"));
+        let a1 = append(&mut session, assistant("a", &[]));
+        let _u2 = append(&mut session, user("two"));
+        session.move_leaf(Some(&a1)).unwrap();
+        assert_eq!(session.leaf_id(), Some(a1.as_str()));
+        let id = session.id().to_string();
+        drop(session);
+        let (mut session, _) = store.open(&id).unwrap();
+        assert_eq!(session.leaf_id(), Some(a1.as_str()));
+        let u3 = append(&mut session, user("three"));
+        assert_eq!(session.tree().get(&u3).unwrap().parent_id.as_deref(), Some(a1.as_str()));
+        session.move_leaf(None).unwrap();
+        drop(session);
+        let (mut session, _) = store.open(&id).unwrap();
+        assert_eq!(session.leaf_id(), None);
+        assert!(session.context_messages().is_empty());
+        let root = append(&mut session, user("fresh"));
+        assert_eq!(session.tree().get(&root).unwrap().parent_id, None);
+        assert_eq!(session.tree().path_to(Some(&u3)).len(), 3);
+        assert!(matches!(session.move_leaf(Some("nope")), Err(SessionError::EntryNotFound(_))));
+        assert_eq!(session.tree().get(&u1).unwrap().parent_id, None);
+    }
+
+    #[test]
+    fn labels_and_names_are_recorded() {
+        let (_dir, store) = store();
+        let mut session = store.create("/p").unwrap();
+        let u = append(&mut session, user("one"));
+        session.label(&u, Some("start".into())).unwrap();
+        session.set_name(Some("fix the bug".into())).unwrap();
+        assert!(matches!(session.label("zzz", None), Err(SessionError::EntryNotFound(_))));
+        let id = session.id().to_string();
+        drop(session);
+        let (session, _) = store.open(&id).unwrap();
+        assert_eq!(session.tree().labels().get(u.as_str()), Some(&"start"));
+        assert_eq!(session.name(), Some("fix the bug"));
+        assert_eq!(session.context_messages().len(), 1);
+    }
+
+    #[test]
+    fn second_open_in_the_same_process_is_refused() {
+        let (_dir, store) = store();
+        let session = store.create("/p").unwrap();
+        let err = store.open(session.id()).unwrap_err();
+        assert!(matches!(err, SessionError::Locked { .. }), "{err}");
+        assert_eq!(err.kind(), rein_protocol::ErrorKind::SessionLocked);
+        let id = session.id().to_string();
+        drop(session);
+        assert!(store.open(&id).is_ok());
+    }
+
+    #[test]
+    fn load_repairs_tool_history_once() {
+        let (_dir, store) = store();
+        let mut session = store.create("/p").unwrap();
+        append(&mut session, user("u"));
+        append(&mut session, assistant("a", &["c1", "c2"]));
+        append(&mut session, result("r2", "c2"));
+        append(&mut session, user("again"));
+        append(&mut session, result("r2b", "c2"));
+        append(&mut session, result("orphan", "zz"));
+        let id = session.id().to_string();
+        drop(session);
+
+        let (session, report) = store.open(&id).unwrap();
+        let kinds: Vec<&str> = report
+            .actions
+            .iter()
+            .map(|a| match a {
+                RepairAction::InterruptedToolCall { .. } => "interrupted",
+                RepairAction::DuplicateResultDropped { .. } => "duplicate",
+                RepairAction::OrphanResultDropped { .. } => "orphan",
+                RepairAction::ResultReordered { .. } => "reordered",
+                RepairAction::CorruptLinesSkipped { .. } => "corrupt",
+            })
+            .collect();
+        assert_eq!(kinds, ["orphan", "duplicate", "interrupted"]);
+        let messages = session.context_messages();
+        assert!(crate::repair::is_valid_tool_history(&messages), "{messages:#?}");
+        assert_eq!(messages.len(), 5);
+        let entries = session.tree().entries().len();
+        drop(session);
+
+        let (session, report) = store.open(&id).unwrap();
+        assert_eq!(report, LoadReport::default());
+        assert_eq!(session.tree().entries().len(), entries);
+        assert_eq!(session.context_messages(), messages);
+    }
+}

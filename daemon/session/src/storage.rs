@@ -1,0 +1,349 @@
+//! The session file on disk: locking, parsing with damage tolerance, synced appends and atomic
+//! rewrites. Nothing above this module touches the file system for a session's content.
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use rein_protocol::SessionEntry;
+use serde::Serialize;
+
+use crate::error::SessionError;
+use crate::header::{FORMAT_VERSION, SessionHeader};
+use crate::paths;
+
+/// A line of the session file that could not be read as an entry.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DamagedLine {
+    /// 1-based line number in the file (the header is line 1).
+    pub line: u64,
+    /// The raw bytes of the line (without its newline).
+    pub bytes: Vec<u8>,
+}
+
+/// A session file's content, read tolerantly.
+#[derive(Debug, Clone)]
+pub struct ParsedFile {
+    /// The header line.
+    pub header: SessionHeader,
+    /// Every entry that parsed, in file order.
+    pub entries: Vec<SessionEntry>,
+    /// Lines that did not parse (a torn last line included).
+    pub damaged: Vec<DamagedLine>,
+    /// True when the file must be rewritten before appending: a damaged line, or a last line
+    /// without its newline.
+    pub needs_rewrite: bool,
+}
+
+/// Parses the bytes of a session file. Only a missing or unreadable header is an error; every
+/// other bad line is reported in [`ParsedFile::damaged`].
+pub fn parse_file(path: &Path, bytes: &[u8]) -> Result<ParsedFile, SessionError> {
+    let bad_header = |reason: String| SessionError::BadHeader { path: path.to_path_buf(), reason };
+    let mut lines = bytes.split(|b| *b == b'\n');
+    let first = lines.next().unwrap_or_default();
+    let header: SessionHeader =
+        serde_json::from_slice(first).map_err(|e| bad_header(e.to_string()))?;
+    if header.version > FORMAT_VERSION {
+        return Err(SessionError::UnsupportedVersion {
+            path: path.to_path_buf(),
+            version: header.version,
+            supported: FORMAT_VERSION,
+        });
+    }
+    let mut entries = Vec::new();
+    let mut damaged = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for (index, line) in lines.enumerate() {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let line_no = index as u64 + 2;
+        match serde_json::from_slice::<SessionEntry>(line) {
+            Ok(entry) if seen.insert(entry.id.clone()) => entries.push(entry),
+            _ => damaged.push(DamagedLine { line: line_no, bytes: line.to_vec() }),
+        }
+    }
+    let torn = !bytes.is_empty() && !bytes.ends_with(b"\n");
+    Ok(ParsedFile { header, entries, needs_rewrite: torn || !damaged.is_empty(), damaged })
+}
+
+/// Serializes one JSONL line (compact JSON plus newline) onto `out`.
+pub fn push_line(out: &mut Vec<u8>, value: &impl Serialize) -> Result<(), SessionError> {
+    serde_json::to_writer(&mut *out, value)?;
+    out.push(b'\n');
+    Ok(())
+}
+
+/// The whole text of a session file with this header and these entries.
+pub fn encode_file(
+    header: &SessionHeader,
+    entries: &[SessionEntry],
+) -> Result<Vec<u8>, SessionError> {
+    let mut out = Vec::with_capacity(256 * (entries.len() + 1));
+    push_line(&mut out, header)?;
+    for entry in entries {
+        push_line(&mut out, entry)?;
+    }
+    Ok(out)
+}
+
+/// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename over
+/// the target, fsync the directory. A crash leaves either the old file or the new one.
+pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
+    let temp = paths::temp_file(path);
+    let mut file = File::create(&temp).map_err(SessionError::io("create", &temp))?;
+    file.write_all(bytes).map_err(SessionError::io("write", &temp))?;
+    file.sync_all().map_err(SessionError::io("sync", &temp))?;
+    drop(file);
+    std::fs::rename(&temp, path).map_err(SessionError::io("rename onto", path))?;
+    sync_parent_dir(path)
+}
+
+/// Fsyncs the directory holding `path`, so a create or rename in it is durable.
+pub fn sync_parent_dir(path: &Path) -> Result<(), SessionError> {
+    let Some(dir) = path.parent() else { return Ok(()) };
+    let handle = File::open(dir).map_err(SessionError::io("open directory", dir))?;
+    handle.sync_all().map_err(SessionError::io("sync directory", dir))
+}
+
+/// An advisory lock on one session, held while this value lives.
+#[derive(Debug)]
+pub struct SessionLock {
+    _file: File,
+}
+
+impl SessionLock {
+    /// Takes the lock of the session file at `session_file` without waiting; `Locked` when any
+    /// other handle (in this process or another) holds it.
+    pub fn acquire(session_file: &Path) -> Result<Self, SessionError> {
+        let path = paths::lock_file(session_file);
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(&path)
+            .map_err(SessionError::io("open lock file", &path))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Self { _file: file }),
+            Err(TryLockError::WouldBlock) => {
+                Err(SessionError::Locked { path: session_file.to_path_buf() })
+            }
+            Err(TryLockError::Error(source)) => {
+                Err(SessionError::Io { action: "lock", path, source })
+            }
+        }
+    }
+}
+
+/// An open, locked session file that entries are appended to.
+#[derive(Debug)]
+pub struct SessionFile {
+    path: PathBuf,
+    file: File,
+    len: u64,
+    _lock: SessionLock,
+}
+
+impl SessionFile {
+    /// Creates a new session file holding `header` and `entries` (fails if the file exists).
+    /// The content goes through a temp file and a rename, so a crash leaves no half file.
+    pub fn create(
+        path: &Path,
+        header: &SessionHeader,
+        entries: &[SessionEntry],
+    ) -> Result<Self, SessionError> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(SessionError::io("create directory", dir))?;
+        }
+        let lock = SessionLock::acquire(path)?;
+        if path.exists() {
+            let source = std::io::Error::from(std::io::ErrorKind::AlreadyExists);
+            return Err(SessionError::Io { action: "create", path: path.to_path_buf(), source });
+        }
+        let bytes = encode_file(header, entries)?;
+        write_atomically(path, &bytes)?;
+        let file = open_append(path)?;
+        Ok(Self { path: path.to_path_buf(), file, len: bytes.len() as u64, _lock: lock })
+    }
+
+    /// Locks and reads an existing session file. The caller decides what to do with damage
+    /// (see [`SessionFile::rewrite`]).
+    pub fn open(path: &Path) -> Result<(Self, ParsedFile), SessionError> {
+        if !path.exists() {
+            return Err(SessionError::NotFound(path.display().to_string()));
+        }
+        let lock = SessionLock::acquire(path)?;
+        let bytes = std::fs::read(path).map_err(SessionError::io("read", path))?;
+        let parsed = parse_file(path, &bytes)?;
+        let file = open_append(path)?;
+        Ok((Self { path: path.to_path_buf(), file, len: bytes.len() as u64, _lock: lock }, parsed))
+    }
+
+    /// The file's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends entries as lines and fsyncs before returning, so every entry is durable once
+    /// this returns `Ok`. A failed write is cut back off so the file stays valid JSONL.
+    pub fn append(&mut self, entries: &[SessionEntry]) -> Result<(), SessionError> {
+        let mut bytes = Vec::with_capacity(512 * entries.len());
+        for entry in entries {
+            push_line(&mut bytes, entry)?;
+        }
+        if let Err(source) = self.file.write_all(&bytes).and_then(|()| self.file.sync_data()) {
+            if let Err(error) = self.file.set_len(self.len) {
+                tracing::error!(path = %self.path.display(), %error, "could not cut back a failed append");
+            }
+            return Err(SessionError::Io { action: "append to", path: self.path.clone(), source });
+        }
+        self.len += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Replaces the whole file atomically with this header and these entries, then keeps
+    /// appending to the new file. The lock (on its own file) is held throughout.
+    pub fn rewrite(
+        &mut self,
+        header: &SessionHeader,
+        entries: &[SessionEntry],
+    ) -> Result<(), SessionError> {
+        let bytes = encode_file(header, entries)?;
+        write_atomically(&self.path, &bytes)?;
+        self.file = open_append(&self.path)?;
+        self.len = bytes.len() as u64;
+        Ok(())
+    }
+}
+
+fn open_append(path: &Path) -> Result<File, SessionError> {
+    OpenOptions::new().append(true).open(path).map_err(SessionError::io("open for append", path))
+}
+
+/// One line of the `.corrupt` sidecar: a skipped line, kept so nothing is lost.
+#[derive(Debug, Serialize)]
+struct CorruptRecord<'a> {
+    line: u64,
+    skipped_at: &'a str,
+    text: &'a str,
+}
+
+/// Appends damaged lines to the `.corrupt` sidecar of `session_file` (as JSON lines holding the
+/// line number and its text) and fsyncs it. Returns the sidecar's path.
+pub fn keep_damaged_lines(
+    session_file: &Path,
+    damaged: &[DamagedLine],
+    now: &str,
+) -> Result<PathBuf, SessionError> {
+    let sidecar = paths::corrupt_file(session_file);
+    let mut bytes = Vec::new();
+    for line in damaged {
+        let text = String::from_utf8_lossy(&line.bytes);
+        push_line(&mut bytes, &CorruptRecord { line: line.line, skipped_at: now, text: &text })?;
+    }
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&sidecar)
+        .map_err(SessionError::io("open", &sidecar))?;
+    file.write_all(&bytes).map_err(SessionError::io("write", &sidecar))?;
+    file.sync_all().map_err(SessionError::io("sync", &sidecar))?;
+    Ok(sidecar)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rein_protocol::EntryKind;
+
+    fn header() -> SessionHeader {
+        SessionHeader {
+            kind: crate::header::HeaderType::Session,
+            version: FORMAT_VERSION,
+            id: "s".into(),
+            cwd: "/p".into(),
+            created: "t".into(),
+            parent_session: None,
+        }
+    }
+
+    fn entry(id: &str) -> SessionEntry {
+        SessionEntry {
+            id: id.into(),
+            parent_id: None,
+            timestamp: "t".into(),
+            kind: EntryKind::SessionInfo { name: Some(id.into()) },
+        }
+    }
+
+    #[test]
+    fn parse_reports_torn_and_corrupt_lines() {
+        let mut bytes = encode_file(&header(), &[entry("a"), entry("b")]).unwrap();
+        bytes.extend_from_slice(b"{not json\n");
+        push_line(&mut bytes, &entry("c")).unwrap();
+        bytes.extend_from_slice(br#"{"id":"d","parent_id":null,"times"#);
+        let parsed = parse_file(Path::new("f"), &bytes).unwrap();
+        let ids: Vec<_> = parsed.entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["a", "b", "c"]);
+        let lines: Vec<_> = parsed.damaged.iter().map(|d| d.line).collect();
+        assert_eq!(lines, [4, 6]);
+        assert!(parsed.needs_rewrite);
+    }
+
+    #[test]
+    fn clean_file_needs_no_rewrite_and_duplicate_ids_are_damage() {
+        let bytes = encode_file(&header(), &[entry("a")]).unwrap();
+        let parsed = parse_file(Path::new("f"), &bytes).unwrap();
+        assert!(!parsed.needs_rewrite);
+        let bytes = encode_file(&header(), &[entry("a"), entry("a")]).unwrap();
+        let parsed = parse_file(Path::new("f"), &bytes).unwrap();
+        assert_eq!(parsed.entries.len(), 1);
+        assert_eq!(parsed.damaged[0].line, 3);
+    }
+
+    #[test]
+    fn bad_header_and_newer_version_are_errors() {
+        assert!(matches!(
+            parse_file(Path::new("f"), b"garbage\n"),
+            Err(SessionError::BadHeader { .. })
+        ));
+        let mut newer = header();
+        newer.version = FORMAT_VERSION + 1;
+        let bytes = encode_file(&newer, &[]).unwrap();
+        assert!(matches!(
+            parse_file(Path::new("f"), &bytes),
+            Err(SessionError::UnsupportedVersion { .. })
+        ));
+    }
+
+    #[test]
+    fn create_append_reopen_and_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x").join("s.jsonl");
+        let mut file = SessionFile::create(&path, &header(), &[]).unwrap();
+        file.append(&[entry("a"), entry("b")]).unwrap();
+        assert!(matches!(SessionFile::open(&path), Err(SessionError::Locked { .. })));
+        drop(file);
+        let (mut file, parsed) = SessionFile::open(&path).unwrap();
+        assert_eq!(parsed.entries.len(), 2);
+        file.rewrite(&header(), &parsed.entries[..1]).unwrap();
+        file.append(&[entry("c")]).unwrap();
+        assert!(matches!(SessionLock::acquire(&path), Err(SessionError::Locked { .. })));
+        drop(file);
+        let (_file, parsed) = SessionFile::open(&path).unwrap();
+        let ids: Vec<_> = parsed.entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["a", "c"]);
+        assert!(!paths::temp_file(&path).exists());
+    }
+
+    #[test]
+    fn damaged_lines_go_to_the_sidecar() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let damaged = [DamagedLine { line: 3, bytes: b"{\"torn".to_vec() }];
+        let sidecar = keep_damaged_lines(&path, &damaged, "now").unwrap();
+        let text = std::fs::read_to_string(sidecar).unwrap();
+        assert_eq!(text, "{\"line\":3,\"skipped_at\":\"now\",\"text\":\"{\\\"torn\"}\n");
+    }
+}

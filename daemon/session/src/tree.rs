@@ -1,0 +1,202 @@
+//! The entry tree in memory: entries in file order, parent links, the active leaf and paths.
+
+use std::collections::HashMap;
+
+use rein_protocol::{EntryKind, SessionEntry};
+use serde_json::json;
+
+/// `custom_type` of the entry that records a pure move of the active leaf (a branch with no new
+/// entry). Its `data` is `{"leaf_id": <id or null>}`; it is never part of a path.
+pub const LEAF_MOVE_TYPE: &str = "rein.leaf";
+
+/// If `entry` records a leaf move, the leaf it moved to (`Some(None)` for "no leaf").
+pub fn leaf_move_target(entry: &SessionEntry) -> Option<Option<&str>> {
+    match &entry.kind {
+        EntryKind::Custom { custom_type, data } if custom_type == LEAF_MOVE_TYPE => {
+            Some(data.get("leaf_id").and_then(|v| v.as_str()))
+        }
+        _ => None,
+    }
+}
+
+/// The kind of a leaf-move entry to `target`.
+pub fn leaf_move_kind(target: Option<&str>) -> EntryKind {
+    EntryKind::Custom {
+        custom_type: LEAF_MOVE_TYPE.to_string(),
+        data: json!({ "leaf_id": target }),
+    }
+}
+
+/// Every entry of a session, indexed, with the active leaf.
+///
+/// The leaf is the last appended entry, except that a leaf-move entry sets it to its target.
+/// A parent link is only followed when the parent appears earlier in the file, so every path is
+/// finite even in a damaged file.
+#[derive(Debug, Clone, Default)]
+pub struct SessionTree {
+    entries: Vec<SessionEntry>,
+    index: HashMap<String, usize>,
+    parents: Vec<Option<usize>>,
+    leaf: Option<usize>,
+}
+
+impl SessionTree {
+    /// A tree of these entries, in file order.
+    pub fn from_entries(entries: Vec<SessionEntry>) -> Self {
+        let mut tree = Self::default();
+        tree.entries.reserve(entries.len());
+        for entry in entries {
+            tree.push(entry);
+        }
+        tree
+    }
+
+    /// Adds an entry (already written to the file) and moves the leaf as replay would.
+    pub fn push(&mut self, entry: SessionEntry) {
+        let position = self.entries.len();
+        let parent = entry.parent_id.as_deref().and_then(|id| self.index.get(id).copied());
+        match leaf_move_target(&entry) {
+            Some(target) => self.leaf = target.and_then(|id| self.index.get(id).copied()),
+            None => self.leaf = Some(position),
+        }
+        self.index.insert(entry.id.clone(), position);
+        self.parents.push(parent);
+        self.entries.push(entry);
+    }
+
+    /// Every entry in file order.
+    pub fn entries(&self) -> &[SessionEntry] {
+        &self.entries
+    }
+
+    /// Every entry, taken out of the tree.
+    pub fn into_entries(self) -> Vec<SessionEntry> {
+        self.entries
+    }
+
+    /// The entry with this id.
+    pub fn get(&self, id: &str) -> Option<&SessionEntry> {
+        self.index.get(id).map(|&i| &self.entries[i])
+    }
+
+    /// Whether an entry has this id.
+    pub fn contains(&self, id: &str) -> bool {
+        self.index.contains_key(id)
+    }
+
+    /// The active leaf's id; `None` for an empty conversation.
+    pub fn leaf_id(&self) -> Option<&str> {
+        self.leaf.map(|i| self.entries[i].id.as_str())
+    }
+
+    /// The root-to-entry path ending at `id` (empty for `None` or an unknown id).
+    pub fn path_to(&self, id: Option<&str>) -> Vec<&SessionEntry> {
+        let mut path = Vec::new();
+        let mut cursor = id.and_then(|id| self.index.get(id).copied());
+        while let Some(i) = cursor {
+            path.push(&self.entries[i]);
+            cursor = self.parents[i];
+        }
+        path.reverse();
+        path
+    }
+
+    /// The active leaf's root-to-leaf path.
+    pub fn active_path(&self) -> Vec<&SessionEntry> {
+        self.path_to(self.leaf_id())
+    }
+
+    /// The current label of each labelled entry (the last label entry for it wins).
+    pub fn labels(&self) -> HashMap<&str, &str> {
+        let mut labels = HashMap::new();
+        for entry in &self.entries {
+            if let EntryKind::Label { target_id, label } = &entry.kind {
+                match label {
+                    Some(text) => labels.insert(target_id.as_str(), text.as_str()),
+                    None => labels.remove(target_id.as_str()),
+                };
+            }
+        }
+        labels
+    }
+
+    /// The session's name: the last session-info entry in the file.
+    pub fn name(&self) -> Option<&str> {
+        self.entries
+            .iter()
+            .rev()
+            .find_map(|entry| match &entry.kind {
+                EntryKind::SessionInfo { name } => Some(name.as_deref()),
+                _ => None,
+            })
+            .flatten()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: &str, parent: Option<&str>, kind: EntryKind) -> SessionEntry {
+        SessionEntry {
+            id: id.into(),
+            parent_id: parent.map(Into::into),
+            timestamp: "t".into(),
+            kind,
+        }
+    }
+
+    fn info(id: &str, parent: Option<&str>) -> SessionEntry {
+        entry(id, parent, EntryKind::SessionInfo { name: Some(id.into()) })
+    }
+
+    fn ids(path: Vec<&SessionEntry>) -> Vec<&str> {
+        path.into_iter().map(|e| e.id.as_str()).collect()
+    }
+
+    #[test]
+    fn leaf_follows_appends_and_moves() {
+        let mut tree = SessionTree::from_entries(vec![info("a", None), info("b", Some("a"))]);
+        assert_eq!(tree.leaf_id(), Some("b"));
+        tree.push(entry("m", Some("b"), leaf_move_kind(Some("a"))));
+        assert_eq!(tree.leaf_id(), Some("a"));
+        assert_eq!(ids(tree.active_path()), ["a"]);
+        tree.push(info("c", Some("a")));
+        assert_eq!(ids(tree.active_path()), ["a", "c"]);
+        tree.push(entry("n", Some("c"), leaf_move_kind(None)));
+        assert_eq!(tree.leaf_id(), None);
+        assert!(tree.active_path().is_empty());
+        assert_eq!(ids(tree.path_to(Some("b"))), ["a", "b"]);
+    }
+
+    #[test]
+    fn parents_must_come_first() {
+        let tree = SessionTree::from_entries(vec![info("a", Some("b")), info("b", Some("a"))]);
+        assert_eq!(ids(tree.active_path()), ["a", "b"]);
+    }
+
+    #[test]
+    fn labels_and_name_take_the_last_word() {
+        let tree = SessionTree::from_entries(vec![
+            info("a", None),
+            entry(
+                "l1",
+                Some("a"),
+                EntryKind::Label { target_id: "a".into(), label: Some("x".into()) },
+            ),
+            entry(
+                "l2",
+                Some("l1"),
+                EntryKind::Label { target_id: "a".into(), label: Some("y".into()) },
+            ),
+            entry(
+                "l3",
+                Some("l2"),
+                EntryKind::Label { target_id: "l1".into(), label: Some("z".into()) },
+            ),
+            entry("l4", Some("l3"), EntryKind::Label { target_id: "l1".into(), label: None }),
+        ]);
+        assert_eq!(tree.labels().into_iter().collect::<Vec<_>>(), [("a", "y")]);
+        assert_eq!(tree.name(), Some("a"));
+    }
+}
