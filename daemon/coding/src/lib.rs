@@ -1,1 +1,15 @@
-//! Placeholder crate root; replaced by the crate's real modules.
+//! The coding runtime: what binds an agent to a project directory.
+//!
+//! It provides the tools a coding agent works with (`read`, `write`, `edit`, `bash`, `grep`,
+//! `find`, `ls`), assembles the system prompt from the tools, the project's instructions
+//! (`AGENTS.md`) and its skills, and keeps the store of trusted project directories whose own
+//! files may enter the prompt.
+
+pub mod atomic;
+pub mod edit_match;
+pub mod file_locks;
+pub mod file_tracker;
+pub mod paths;
+
+pub use file_locks::{FileLockGuard, FileLocks};
+pub use file_tracker::{FileChanged, FileStamp, FileTracker};
