@@ -97,6 +97,7 @@ pub enum EntryKind {
     /// An entry kind this version does not know (written by a newer rein); kept as a node of the
     /// tree but otherwise ignored.
     #[serde(other)]
+    #[schemars(skip)]
     Unknown,
 }
 

@@ -49,6 +49,7 @@ pub enum ErrorKind {
     Io,
     /// A kind this client version does not know.
     #[serde(other)]
+    #[schemars(skip)]
     Unknown,
 }
 

@@ -49,6 +49,7 @@ pub enum SubscriptionItem {
     },
     /// A kind this client version does not know.
     #[serde(other)]
+    #[schemars(skip)]
     Unknown,
 }
 
@@ -145,6 +146,7 @@ pub enum AssistantDelta {
     },
     /// A delta kind this client version does not know.
     #[serde(other)]
+    #[schemars(skip)]
     Unknown,
 }
 
@@ -347,6 +349,7 @@ pub enum SessionEvent {
     Settled,
     /// An event kind this client version does not know.
     #[serde(other)]
+    #[schemars(skip)]
     Unknown,
 }
 
@@ -382,6 +385,7 @@ pub enum DaemonEvent {
     ShuttingDown,
     /// A kind this client version does not know.
     #[serde(other)]
+    #[schemars(skip)]
     Unknown,
 }
 

@@ -87,6 +87,48 @@ pub mod names {
     pub const TRUST_LIST: &str = "trust/list";
     /// Configured providers' models.
     pub const MODELS_LIST: &str = "models/list";
+
+    /// Every method a client may call, in the order the reference documents them.
+    pub const METHODS: &[&str] = &[
+        INITIALIZE,
+        DAEMON_INFO,
+        DAEMON_SHUTDOWN,
+        DAEMON_SUBSCRIBE,
+        DAEMON_UNSUBSCRIBE,
+        SESSION_CREATE,
+        SESSION_LIST,
+        SESSION_OPEN,
+        SESSION_CLOSE,
+        SESSION_DELETE,
+        SESSION_FORK,
+        SESSION_STATE,
+        SESSION_MESSAGES,
+        SESSION_TREE,
+        SESSION_LABEL,
+        SESSION_RENAME,
+        SESSION_PROMPT,
+        SESSION_STEER,
+        SESSION_FOLLOW_UP,
+        SESSION_CANCEL,
+        SESSION_QUEUE,
+        SESSION_CLEAR_QUEUE,
+        SESSION_SET_MODEL,
+        SESSION_SET_THINKING,
+        SESSION_SET_APPROVAL_POLICY,
+        SESSION_BRANCH,
+        SESSION_COMPACT,
+        SESSION_EXPORT,
+        SESSION_SHELL,
+        SESSION_SUBSCRIBE,
+        SESSION_UNSUBSCRIBE,
+        APPROVAL_RESPOND,
+        TRUST_SET,
+        TRUST_LIST,
+        MODELS_LIST,
+    ];
+
+    /// Every notification the daemon sends (the subscriptions' event streams).
+    pub const NOTIFICATIONS: &[&str] = &[SESSION_EVENT, DAEMON_EVENT];
 }
 
 /// Params with no fields.
@@ -646,6 +688,24 @@ pub struct ModelsResult {
 
 /// Result of a subscribe call: the subscription id used by its notifications.
 pub type SubscriptionId = String;
+
+/// `session/unsubscribe` and `daemon/unsubscribe` params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct UnsubscribeParams {
+    /// The id the subscribe call returned.
+    pub subscription: SubscriptionId,
+}
+
+/// Params of a subscription notification (`session/event`, `daemon/event`): which subscription
+/// it belongs to and the item it delivers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(rename = "{T}Notification")]
+pub struct SubscriptionNotification<T> {
+    /// The id the subscribe call returned.
+    pub subscription: SubscriptionId,
+    /// The delivered item.
+    pub result: T,
+}
 
 /// Result of methods that only acknowledge.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

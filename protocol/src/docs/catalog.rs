@@ -1,0 +1,646 @@
+//! The method catalog: every method and notification with its params and result types, the
+//! errors it may return, notes, and typed example values.
+//!
+//! Examples are built from the real param and result structs, so they type-check; the schema of
+//! each payload comes from the same Rust type as its example, so the two cannot disagree.
+
+use super::examples;
+use crate::error::ErrorKind;
+use crate::method::{self, names};
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::fmt::Debug;
+
+/// A typed example value whose JSON form can be produced and checked.
+trait TypedExample {
+    fn to_json(&self) -> Result<Value, serde_json::Error>;
+    fn to_line(&self) -> Result<String, serde_json::Error>;
+    fn check_round_trip(&self) -> Result<(), RoundTripError>;
+}
+
+/// An example value of type `T`.
+struct Example<T>(T);
+
+impl<T> TypedExample for Example<T>
+where
+    T: Serialize + DeserializeOwned + PartialEq + Debug,
+{
+    fn to_json(&self) -> Result<Value, serde_json::Error> {
+        serde_json::to_value(&self.0)
+    }
+
+    fn to_line(&self) -> Result<String, serde_json::Error> {
+        serde_json::to_string(&self.0)
+    }
+
+    fn check_round_trip(&self) -> Result<(), RoundTripError> {
+        let line = serde_json::to_string(&self.0).map_err(RoundTripError::Serialize)?;
+        if line.contains('\n') {
+            return Err(RoundTripError::Newline { line });
+        }
+        let back: T = serde_json::from_str(&line)
+            .map_err(|source| RoundTripError::Parse { line: line.clone(), source })?;
+        if back != self.0 {
+            return Err(RoundTripError::Changed {
+                original: format!("{:?}", self.0),
+                parsed: format!("{back:?}"),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Why an example did not survive serialize-then-parse unchanged.
+#[derive(Debug, thiserror::Error)]
+pub enum RoundTripError {
+    /// The value could not be serialized.
+    #[error("cannot serialize: {0}")]
+    Serialize(serde_json::Error),
+    /// Compact JSON of the value contained a newline, which would break line framing.
+    #[error("compact JSON contains a newline: {line}")]
+    Newline {
+        /// The serialized value.
+        line: String,
+    },
+    /// The serialized value could not be parsed back into its type.
+    #[error("cannot parse {line}: {source}")]
+    Parse {
+        /// The serialized value.
+        line: String,
+        /// The parser's error.
+        source: serde_json::Error,
+    },
+    /// Parsing gave a different value.
+    #[error("parsed value differs: {original} became {parsed}")]
+    Changed {
+        /// The value before serializing.
+        original: String,
+        /// The value parsed back.
+        parsed: String,
+    },
+}
+
+/// One side of a method (its params or its result) or a notification's params: a Rust type,
+/// its JSON Schema, and an example value of it.
+pub struct Payload {
+    type_name: String,
+    schema: fn(&mut SchemaGenerator) -> Schema,
+    example: Box<dyn TypedExample>,
+}
+
+impl Payload {
+    /// A payload of type `T`, illustrated by `example`.
+    pub fn of<T>(example: T) -> Self
+    where
+        T: Serialize + DeserializeOwned + PartialEq + Debug + JsonSchema + 'static,
+    {
+        Self {
+            type_name: T::schema_name().into_owned(),
+            schema: |generator| generator.subschema_for::<T>(),
+            example: Box::new(Example(example)),
+        }
+    }
+
+    /// The type's schema name (the key of its `$defs` entry when it has one).
+    pub fn type_name(&self) -> &str {
+        &self.type_name
+    }
+
+    /// The type's schema: a `$ref` into the generator's definitions for named types, an inline
+    /// schema for primitives.
+    pub fn schema(&self, generator: &mut SchemaGenerator) -> Schema {
+        (self.schema)(generator)
+    }
+
+    /// The example as JSON.
+    pub fn example_json(&self) -> Result<Value, serde_json::Error> {
+        self.example.to_json()
+    }
+
+    /// The example as compact JSON, members in the type's declaration order.
+    pub fn example_line(&self) -> Result<String, serde_json::Error> {
+        self.example.to_line()
+    }
+
+    /// Serializes the example to a compact line, parses it back into its type and checks that
+    /// nothing changed.
+    pub fn check_round_trip(&self) -> Result<(), RoundTripError> {
+        self.example.check_round_trip()
+    }
+}
+
+impl Debug for Payload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Payload").field("type_name", &self.type_name).finish_non_exhaustive()
+    }
+}
+
+/// One method as the reference documents it.
+#[derive(Debug)]
+pub struct MethodDoc {
+    /// The method name (`family/verb`).
+    pub name: &'static str,
+    /// One sentence saying what it does.
+    pub summary: &'static str,
+    /// Its params object.
+    pub params: Payload,
+    /// Its result.
+    pub result: Payload,
+    /// Every error kind it may return, common ones included.
+    pub errors: Vec<ErrorKind>,
+    /// Behaviour a client must know beyond the types, one paragraph each.
+    pub notes: Vec<&'static str>,
+}
+
+/// One notification (a subscription's stream) as the reference documents it.
+#[derive(Debug)]
+pub struct NotificationDoc {
+    /// The notification's method name.
+    pub name: &'static str,
+    /// What it delivers.
+    pub summary: &'static str,
+    /// The method that starts the stream.
+    pub subscribe: &'static str,
+    /// The method that ends it.
+    pub unsubscribe: &'static str,
+    /// Its params object, `{"subscription": id, "result": item}`.
+    pub params: Payload,
+}
+
+/// Errors every method may return.
+const COMMON_ERRORS: [ErrorKind; 4] = [
+    ErrorKind::InvalidRequest,
+    ErrorKind::InvalidParams,
+    ErrorKind::Internal,
+    ErrorKind::ShuttingDown,
+];
+
+/// The common errors followed by `extra`.
+fn errors(extra: &[ErrorKind]) -> Vec<ErrorKind> {
+    COMMON_ERRORS.iter().chain(extra).copied().collect()
+}
+
+/// The common errors, `session_not_found`, then `extra`.
+fn session_errors(extra: &[ErrorKind]) -> Vec<ErrorKind> {
+    let mut kinds = errors(&[ErrorKind::SessionNotFound]);
+    kinds.extend_from_slice(extra);
+    kinds
+}
+
+/// A method entry.
+fn method(
+    name: &'static str,
+    summary: &'static str,
+    params: Payload,
+    result: Payload,
+    errors: Vec<ErrorKind>,
+    notes: Vec<&'static str>,
+) -> MethodDoc {
+    MethodDoc { name, summary, params, result, errors, notes }
+}
+
+/// Every method, in the order of [`names::METHODS`].
+pub fn methods() -> Vec<MethodDoc> {
+    use ErrorKind as E;
+    use examples as ex;
+    vec![
+        method(
+            names::INITIALIZE,
+            "Handshake: the client names itself, its protocol version and capabilities; the \
+             daemon answers with its own.",
+            Payload::of(ex::initialize_params()),
+            Payload::of(ex::initialize_result()),
+            errors(&[E::IncompatibleProtocol]),
+            vec![
+                "Send it first on a connection. It is optional for simple scripts: a connection \
+                 that skips it gets the default capabilities (no approvals).",
+                "The daemon refuses a client whose protocol major version differs from its own \
+                 with `incompatible_protocol`.",
+            ],
+        ),
+        method(
+            names::DAEMON_INFO,
+            "The daemon's version, process, socket and load.",
+            Payload::of(method::Empty {}),
+            Payload::of(ex::daemon_info()),
+            errors(&[]),
+            vec![],
+        ),
+        method(
+            names::DAEMON_SHUTDOWN,
+            "Asks the daemon to shut down gracefully.",
+            Payload::of(method::Empty {}),
+            Payload::of(method::Ack::ok()),
+            errors(&[]),
+            vec![
+                "The daemon answers first, sends `shutting_down` to daemon subscribers, cancels \
+                 running work and then exits. Calls arriving meanwhile fail with \
+                 `shutting_down`.",
+            ],
+        ),
+        method(
+            names::DAEMON_SUBSCRIBE,
+            "Subscribes to daemon-wide lifecycle events.",
+            Payload::of(method::Empty {}),
+            Payload::of(ex::DAEMON_SUBSCRIPTION.to_string()),
+            errors(&[]),
+            vec![
+                "The result is a subscription id. Events then arrive as `daemon/event` \
+                 notifications carrying that id, until `daemon/unsubscribe` or the connection \
+                 closes.",
+            ],
+        ),
+        method(
+            names::DAEMON_UNSUBSCRIBE,
+            "Ends a daemon subscription.",
+            Payload::of(method::UnsubscribeParams { subscription: ex::DAEMON_SUBSCRIPTION.into() }),
+            Payload::of(true),
+            errors(&[]),
+            vec!["The result is false when no subscription of this connection had that id."],
+        ),
+        method(
+            names::SESSION_CREATE,
+            "Creates a session for a project directory and loads it.",
+            Payload::of(ex::create_session_params()),
+            Payload::of(ex::session_state()),
+            errors(&[E::ModelNotFound, E::Io]),
+            vec![
+                "Unset options take the configured defaults. When the project is not trusted, \
+                 its instruction files are left out of the prompt and listed in \
+                 `excluded_files`.",
+            ],
+        ),
+        method(
+            names::SESSION_LIST,
+            "Lists the sessions on disk, most recently updated first.",
+            Payload::of(ex::list_sessions_params()),
+            Payload::of(ex::list_sessions_result()),
+            errors(&[E::Io]),
+            vec![],
+        ),
+        method(
+            names::SESSION_OPEN,
+            "Loads a session from disk (or finds it loaded) and returns its state.",
+            Payload::of(ex::session_ref()),
+            Payload::of(ex::session_state()),
+            session_errors(&[E::SessionLocked, E::Io]),
+            vec![
+                "Loading repairs an interrupted tool history and records the repair as an \
+                 entry. `session_locked` means another process holds the session file.",
+            ],
+        ),
+        method(
+            names::SESSION_CLOSE,
+            "Unloads a session from the daemon; its file stays on disk.",
+            Payload::of(ex::session_ref()),
+            Payload::of(method::Ack::ok()),
+            session_errors(&[E::SessionBusy]),
+            vec![],
+        ),
+        method(
+            names::SESSION_DELETE,
+            "Deletes a session's file.",
+            Payload::of(ex::session_ref()),
+            Payload::of(method::Ack::ok()),
+            session_errors(&[E::SessionBusy, E::Io]),
+            vec![],
+        ),
+        method(
+            names::SESSION_FORK,
+            "Starts a new session whose history is the root-to-entry path of an existing one.",
+            Payload::of(ex::fork_params()),
+            Payload::of(ex::forked_state()),
+            session_errors(&[E::EntryNotFound, E::Io]),
+            vec!["The result is the new session's state; the original is left unchanged."],
+        ),
+        method(
+            names::SESSION_STATE,
+            "A session's state: model, thinking level, run, queues, usage, context and leaf.",
+            Payload::of(ex::session_ref()),
+            Payload::of(ex::session_state()),
+            session_errors(&[]),
+            vec![
+                "Together with `session/messages` this is how a client (re)builds its view; \
+                 then it subscribes with `after_seq` set to `last_seq`.",
+            ],
+        ),
+        method(
+            names::SESSION_MESSAGES,
+            "The messages on the active path, as the model will see them next.",
+            Payload::of(ex::session_ref()),
+            Payload::of(ex::messages_result()),
+            session_errors(&[]),
+            vec![],
+        ),
+        method(
+            names::SESSION_TREE,
+            "Every entry of the session file in file order, for navigating branches.",
+            Payload::of(ex::session_ref()),
+            Payload::of(ex::tree_result()),
+            session_errors(&[]),
+            vec![],
+        ),
+        method(
+            names::SESSION_LABEL,
+            "Sets or removes a label on an entry.",
+            Payload::of(ex::label_params()),
+            Payload::of(method::Ack::ok()),
+            session_errors(&[E::EntryNotFound, E::Io]),
+            vec!["The label is stored as a `label` entry, announced by `entry_appended`."],
+        ),
+        method(
+            names::SESSION_RENAME,
+            "Sets a session's display name.",
+            Payload::of(ex::rename_params()),
+            Payload::of(method::Ack::ok()),
+            session_errors(&[E::Io]),
+            vec![],
+        ),
+        method(
+            names::SESSION_PROMPT,
+            "Sends a user prompt, starting a run.",
+            Payload::of(ex::prompt_params()),
+            Payload::of(ex::prompt_result()),
+            session_errors(&[
+                E::SessionBusy,
+                E::ModelNotFound,
+                E::ProviderError,
+                E::CompactionInProgress,
+            ]),
+            vec![
+                "Returns at once with the run id; progress arrives as events on `session/event` \
+                 (`agent_start` ... `agent_end`, then `settled`).",
+                "When the session is already running the call fails with `session_busy`, \
+                 unless `when_busy` asks to steer or queue the prompt instead; `disposition` \
+                 says which happened.",
+            ],
+        ),
+        method(
+            names::SESSION_STEER,
+            "Queues a message for the current run, delivered after the current tool batch.",
+            Payload::of(ex::steer_params()),
+            Payload::of(ex::steer_result()),
+            session_errors(&[E::ModelNotFound, E::ProviderError]),
+            vec![
+                "When the session is idle the message starts a run instead (`started_run`). The \
+                 queue change is announced by `queue_changed`.",
+            ],
+        ),
+        method(
+            names::SESSION_FOLLOW_UP,
+            "Queues a message that starts a new run when the current one ends.",
+            Payload::of(ex::follow_up_params()),
+            Payload::of(ex::follow_up_result()),
+            session_errors(&[E::ModelNotFound, E::ProviderError]),
+            vec!["When the session is idle the message starts a run at once (`started_run`)."],
+        ),
+        method(
+            names::SESSION_CANCEL,
+            "Cancels the running run and any user shell command.",
+            Payload::of(ex::session_ref()),
+            Payload::of(method::CancelResult { cancelled: true }),
+            session_errors(&[]),
+            vec![
+                "Cancellation kills running tool processes. The run ends with an `agent_end` \
+                 event whose reason is `cancelled`.",
+            ],
+        ),
+        method(
+            names::SESSION_QUEUE,
+            "The steering and follow-up queues.",
+            Payload::of(ex::session_ref()),
+            Payload::of(ex::queue_state()),
+            session_errors(&[]),
+            vec![],
+        ),
+        method(
+            names::SESSION_CLEAR_QUEUE,
+            "Empties one or both queues and returns them as they are now.",
+            Payload::of(ex::clear_queue_params()),
+            Payload::of(crate::event::QueueState::default()),
+            session_errors(&[]),
+            vec!["The change is announced by `queue_changed`."],
+        ),
+        method(
+            names::SESSION_SET_MODEL,
+            "Changes the session's model for the following requests.",
+            Payload::of(ex::set_model_params()),
+            Payload::of(method::Ack::ok()),
+            session_errors(&[E::ModelNotFound, E::Io]),
+            vec!["Announced by `model_changed`, and recorded as a `model_change` entry."],
+        ),
+        method(
+            names::SESSION_SET_THINKING,
+            "Changes the session's thinking level for the following requests.",
+            Payload::of(ex::set_thinking_params()),
+            Payload::of(method::Ack::ok()),
+            session_errors(&[E::Io]),
+            vec!["Announced by `thinking_level_changed`."],
+        ),
+        method(
+            names::SESSION_SET_APPROVAL_POLICY,
+            "Changes how the session's tool calls are approved.",
+            Payload::of(ex::set_approval_policy_params()),
+            Payload::of(method::Ack::ok()),
+            session_errors(&[]),
+            vec![],
+        ),
+        method(
+            names::SESSION_BRANCH,
+            "Moves the active leaf to another entry, optionally summarizing the abandoned path.",
+            Payload::of(ex::branch_params()),
+            Payload::of(ex::branch_result()),
+            session_errors(&[
+                E::EntryNotFound,
+                E::SessionBusy,
+                E::ModelNotFound,
+                E::ProviderError,
+                E::Io,
+            ]),
+            vec![
+                "With `summarize`, the call waits for the model's summary and writes it as a \
+                 `branch_summary` entry, which becomes the new leaf. Announced by \
+                 `leaf_changed`.",
+            ],
+        ),
+        method(
+            names::SESSION_COMPACT,
+            "Summarizes older context into a compaction entry.",
+            Payload::of(ex::compact_params()),
+            Payload::of(ex::compact_result()),
+            session_errors(&[
+                E::SessionBusy,
+                E::CompactionInProgress,
+                E::ModelNotFound,
+                E::ProviderError,
+                E::Io,
+            ]),
+            vec![
+                "Waits until the summary is written. Subscribers also see `compaction_start` \
+                 and `compaction_end` with reason `manual`. The full history stays on disk.",
+            ],
+        ),
+        method(
+            names::SESSION_EXPORT,
+            "Exports the active path as a markdown transcript or a JSONL trajectory.",
+            Payload::of(ex::export_params()),
+            Payload::of(ex::export_result()),
+            session_errors(&[E::Io]),
+            vec![],
+        ),
+        method(
+            names::SESSION_SHELL,
+            "Runs a user shell command in the session's directory.",
+            Payload::of(ex::shell_params()),
+            Payload::of(method::ShellResult { shell_id: ex::SHELL_ID.into() }),
+            session_errors(&[E::SessionBusy, E::NotTrusted]),
+            vec![
+                "Returns at once; output arrives as `shell_start`, `shell_output` and \
+                 `shell_end` events carrying the returned `shell_id`. `session/cancel` stops \
+                 it.",
+            ],
+        ),
+        method(
+            names::SESSION_SUBSCRIBE,
+            "Subscribes to a session's events, optionally replaying those after a seq.",
+            Payload::of(ex::subscribe_params()),
+            Payload::of(ex::SESSION_SUBSCRIPTION.to_string()),
+            session_errors(&[]),
+            vec![
+                "The result is a subscription id. Events then arrive as `session/event` \
+                 notifications carrying that id, until `session/unsubscribe`, the connection \
+                 closes, or the subscription ends with `lagged` or `resync_required`.",
+                "With `after_seq`, buffered events after it are delivered first; when the \
+                 buffer no longer reaches back that far the first item is `resync_required`.",
+            ],
+        ),
+        method(
+            names::SESSION_UNSUBSCRIBE,
+            "Ends a session subscription.",
+            Payload::of(method::UnsubscribeParams {
+                subscription: ex::SESSION_SUBSCRIPTION.into(),
+            }),
+            Payload::of(true),
+            errors(&[]),
+            vec!["The result is false when no subscription of this connection had that id."],
+        ),
+        method(
+            names::APPROVAL_RESPOND,
+            "Answers a tool call's approval request.",
+            Payload::of(ex::approval_respond_params()),
+            Payload::of(method::Ack::ok()),
+            session_errors(&[E::ApprovalNotFound]),
+            vec![
+                "The first answer wins; every subscriber sees `approval_resolved`. A later \
+                 answer fails with `approval_not_found`.",
+            ],
+        ),
+        method(
+            names::TRUST_SET,
+            "Trusts or revokes trust in a project directory.",
+            Payload::of(ex::trust_params()),
+            Payload::of(method::Ack::ok()),
+            errors(&[E::Io]),
+            vec![
+                "Only a trusted project's instruction files and configuration are read into \
+                 the prompt. The change applies to sessions created or opened afterwards.",
+            ],
+        ),
+        method(
+            names::TRUST_LIST,
+            "The trusted project directories.",
+            Payload::of(method::Empty {}),
+            Payload::of(ex::trust_list_result()),
+            errors(&[E::Io]),
+            vec![],
+        ),
+        method(
+            names::MODELS_LIST,
+            "The known models of the configured providers, and the default model.",
+            Payload::of(method::Empty {}),
+            Payload::of(ex::models_result()),
+            errors(&[]),
+            vec![],
+        ),
+    ]
+}
+
+/// Every notification, in the order of [`names::NOTIFICATIONS`].
+pub fn notifications() -> Vec<NotificationDoc> {
+    vec![
+        NotificationDoc {
+            name: names::SESSION_EVENT,
+            summary: "One item of a session subscription: an event in its envelope, or a \
+                      notice that the subscription ended and the client must resync.",
+            subscribe: names::SESSION_SUBSCRIBE,
+            unsubscribe: names::SESSION_UNSUBSCRIBE,
+            params: Payload::of(examples::session_notification()),
+        },
+        NotificationDoc {
+            name: names::DAEMON_EVENT,
+            summary: "One daemon-wide lifecycle event.",
+            subscribe: names::DAEMON_SUBSCRIBE,
+            unsubscribe: names::DAEMON_UNSUBSCRIBE,
+            params: Payload::of(examples::daemon_notification()),
+        },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalog_follows_the_name_lists() {
+        let documented: Vec<&str> = methods().iter().map(|m| m.name).collect();
+        assert_eq!(documented, names::METHODS);
+        let documented: Vec<&str> = notifications().iter().map(|n| n.name).collect();
+        assert_eq!(documented, names::NOTIFICATIONS);
+    }
+
+    #[test]
+    fn every_method_lists_the_common_errors_once() {
+        for doc in methods() {
+            for kind in COMMON_ERRORS {
+                assert!(doc.errors.contains(&kind), "{} lacks {kind}", doc.name);
+            }
+            let mut unique = doc.errors.clone();
+            unique.sort_by_key(|kind| kind.code());
+            unique.dedup();
+            assert_eq!(unique.len(), doc.errors.len(), "{} repeats an error", doc.name);
+        }
+    }
+
+    #[test]
+    fn session_methods_can_report_a_missing_session() {
+        for doc in methods() {
+            let takes_session = doc
+                .params
+                .example_json()
+                .map(|params| params.get("session_id").is_some())
+                .unwrap_or(false);
+            if takes_session {
+                assert!(doc.errors.contains(&ErrorKind::SessionNotFound), "{}", doc.name);
+            }
+        }
+    }
+
+    #[test]
+    fn a_changed_value_is_reported() {
+        /// Serializes as a constant, so parsing back loses the value.
+        #[derive(Debug, PartialEq, serde::Deserialize)]
+        struct Lossy(u8);
+        impl Serialize for Lossy {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_u8(0)
+            }
+        }
+        assert!(Example(Lossy(0)).check_round_trip().is_ok());
+        assert!(matches!(
+            Example(Lossy(3)).check_round_trip(),
+            Err(RoundTripError::Changed { .. })
+        ));
+    }
+}

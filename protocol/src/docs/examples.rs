@@ -1,0 +1,631 @@
+//! Example values for the reference, built from the real types.
+//!
+//! They tell one small story: a client opens a session on a project, asks the model to fix a
+//! failing test, the model reads a file and runs the tests, and a bash call waits for approval.
+//! Every value goes through serde on its way into the docs, so an example can never show a shape
+//! the daemon would not send or accept.
+
+use crate::entry::{EntryKind, SessionEntry};
+use crate::event::{
+    ApprovalDecision, AssistantDelta, CompactionReason, DaemonEvent, EndReason, EventEnvelope,
+    QueueState, QueuedMessage, SessionEvent, SubscriptionItem,
+};
+use crate::message::{
+    AssistantMessage, ContentBlock, Cost, Message, StopReason, ToolCall, ToolResultMessage, Usage,
+    UserMessage,
+};
+use crate::method::{
+    ApprovalPolicy, ApprovalRespondParams, BranchParams, BranchResult, BusyBehavior,
+    ClearQueueParams, ClientCapabilities, CompactParams, CompactResult, CreateSessionParams,
+    DaemonCapabilities, DaemonInfo, ExcludedFile, ExportFormat, ExportParams, ExportResult,
+    ForkParams, InitializeParams, InitializeResult, LabelParams, ListSessionsParams,
+    ListSessionsResult, MessagesResult, ModelsResult, PromptDisposition, PromptParams,
+    PromptResult, QueueMessageParams, QueueMessageResult, QueueSelector, RenameParams, RunLimits,
+    SessionRef, SessionState, SessionSummary, SetApprovalPolicyParams, SetModelParams,
+    SetThinkingParams, ShellParams, SubscribeParams, SubscriptionNotification, TreeResult,
+    TrustListResult, TrustParams,
+};
+use crate::model::{Api, ModelCost, ModelInfo, ModelRef, ThinkingLevel};
+use crate::version::PROTOCOL_VERSION;
+use serde_json::json;
+
+/// The example session's id.
+pub const SESSION_ID: &str = "0193a5c2-7f3e-7b11-9c1a-5d2e8f0b4a61";
+/// The session created by the `session/fork` example.
+pub const FORKED_SESSION_ID: &str = "0193a5d0-1c44-7e02-8a37-b0f1d2c3e4a5";
+/// The example project directory.
+pub const CWD: &str = "/home/ada/src/parser";
+/// The example run.
+pub const RUN_ID: &str = "run-0193a5c3";
+/// The example session subscription.
+pub const SESSION_SUBSCRIPTION: &str = "sub-7";
+/// The example daemon subscription.
+pub const DAEMON_SUBSCRIPTION: &str = "sub-3";
+/// The example user shell command.
+pub const SHELL_ID: &str = "sh-1";
+/// The example approval request.
+pub const REQUEST_ID: &str = "ap-1";
+/// 2026-11-30T10:00:00Z in milliseconds since the Unix epoch.
+const T0: i64 = 1_796_032_800_000;
+
+fn model_ref() -> ModelRef {
+    ModelRef { provider: "anthropic".into(), model: "claude-sonnet-4-5".into() }
+}
+
+fn text(text: &str) -> Vec<ContentBlock> {
+    vec![ContentBlock::text(text)]
+}
+
+fn usage() -> Usage {
+    Usage {
+        input: 1200,
+        output: 85,
+        cache_read: 3400,
+        cache_write: 0,
+        total_tokens: 4685,
+        cost: Cost {
+            input: 0.0036,
+            output: 0.001275,
+            cache_read: 0.00102,
+            cache_write: 0.0,
+            total: 0.005895,
+        },
+    }
+}
+
+fn read_call() -> ToolCall {
+    ToolCall {
+        id: "toolu_01".into(),
+        name: "read".into(),
+        arguments: json!({"path": "src/lex.rs"}),
+    }
+}
+
+fn bash_call() -> ToolCall {
+    ToolCall {
+        id: "toolu_02".into(),
+        name: "bash".into(),
+        arguments: json!({"command": "cargo test"}),
+    }
+}
+
+fn user_prompt() -> UserMessage {
+    UserMessage::text("The lexer test fails on empty input; fix it.", T0)
+}
+
+fn assistant_reading() -> AssistantMessage {
+    AssistantMessage {
+        content: vec![
+            ContentBlock::Thinking {
+                thinking: "Look at the lexer first.".into(),
+                signature: Some("EqQBCkYIBxgCKkA".into()),
+                redacted: false,
+            },
+            ContentBlock::text("Let me read the lexer."),
+            ContentBlock::ToolCall(read_call()),
+        ],
+        api: Api::Anthropic.as_str().into(),
+        provider: "anthropic".into(),
+        model: "claude-sonnet-4-5".into(),
+        usage: usage(),
+        stop_reason: StopReason::ToolUse,
+        error_message: None,
+        timestamp: T0 + 1_000,
+    }
+}
+
+fn read_result() -> ToolResultMessage {
+    ToolResultMessage {
+        tool_call_id: "toolu_01".into(),
+        tool_name: "read".into(),
+        content: text("pub fn lex(input: &str) -> Vec<Token> {\n    input[0..1]..."),
+        is_error: false,
+        details: None,
+        timestamp: T0 + 1_200,
+    }
+}
+
+fn entry(id: &str, parent: Option<&str>, seconds: u32, kind: EntryKind) -> SessionEntry {
+    SessionEntry {
+        id: id.into(),
+        parent_id: parent.map(str::to_string),
+        timestamp: format!("2026-11-30T10:00:{seconds:02}Z"),
+        kind,
+    }
+}
+
+fn prompt_entry() -> SessionEntry {
+    entry("a1b2c3d4", None, 0, EntryKind::Message { message: Message::User(user_prompt()) })
+}
+
+fn assistant_entry() -> SessionEntry {
+    entry(
+        "b2c3d4e5",
+        Some("a1b2c3d4"),
+        1,
+        EntryKind::Message { message: Message::Assistant(assistant_reading()) },
+    )
+}
+
+fn queued_steering() -> QueuedMessage {
+    QueuedMessage { id: "q-1".into(), content: text("Keep the public API unchanged.") }
+}
+
+/// `initialize` params.
+pub fn initialize_params() -> InitializeParams {
+    InitializeParams {
+        client_name: "rein.nvim".into(),
+        client_version: "0.3.1".into(),
+        protocol_version: PROTOCOL_VERSION,
+        capabilities: ClientCapabilities { approvals: true },
+    }
+}
+
+/// `initialize` result.
+pub fn initialize_result() -> InitializeResult {
+    InitializeResult {
+        daemon_version: "0.1.0".into(),
+        protocol_version: PROTOCOL_VERSION,
+        capabilities: DaemonCapabilities {
+            replay_buffer: 4096,
+            max_line_bytes: crate::codec::DEFAULT_MAX_LINE_BYTES as u64,
+            export_formats: vec![ExportFormat::Markdown, ExportFormat::Jsonl],
+        },
+    }
+}
+
+/// `daemon/info` result.
+pub fn daemon_info() -> DaemonInfo {
+    DaemonInfo {
+        version: "0.1.0".into(),
+        protocol_version: PROTOCOL_VERSION,
+        pid: 48213,
+        uptime_ms: 3_600_000,
+        socket_path: "/home/ada/.local/share/rein/run/reind.sock".into(),
+        rein_home: "/home/ada/.local/share/rein".into(),
+        sessions_loaded: 2,
+        connections: 3,
+    }
+}
+
+/// Params naming the example session.
+pub fn session_ref() -> SessionRef {
+    SessionRef { session_id: SESSION_ID.into() }
+}
+
+/// `session/create` params.
+pub fn create_session_params() -> CreateSessionParams {
+    CreateSessionParams {
+        cwd: CWD.into(),
+        model: Some(model_ref().to_string()),
+        thinking_level: Some(ThinkingLevel::Medium),
+        name: None,
+        approval_policy: Some(ApprovalPolicy::AutoEdit),
+    }
+}
+
+/// The example session's state (the result of create, open and state).
+pub fn session_state() -> SessionState {
+    SessionState {
+        session_id: SESSION_ID.into(),
+        cwd: CWD.into(),
+        name: Some("fix empty-input lexing".into()),
+        model: model_ref(),
+        thinking_level: ThinkingLevel::Medium,
+        approval_policy: ApprovalPolicy::AutoEdit,
+        running: true,
+        run_id: Some(RUN_ID.into()),
+        queues: queue_state(),
+        usage: usage(),
+        context_tokens: 4685,
+        context_window: 200_000,
+        leaf_id: Some("b2c3d4e5".into()),
+        trusted: false,
+        excluded_files: vec![ExcludedFile {
+            path: format!("{CWD}/AGENTS.md"),
+            reason: "project not trusted".into(),
+        }],
+        last_seq: 42,
+    }
+}
+
+/// The state of the session created by the `session/fork` example.
+pub fn forked_state() -> SessionState {
+    SessionState {
+        session_id: FORKED_SESSION_ID.into(),
+        name: None,
+        running: false,
+        run_id: None,
+        queues: QueueState::default(),
+        usage: Usage::default(),
+        context_tokens: 1300,
+        leaf_id: Some("a1b2c3d4".into()),
+        last_seq: 0,
+        ..session_state()
+    }
+}
+
+/// `session/list` params.
+pub fn list_sessions_params() -> ListSessionsParams {
+    ListSessionsParams { cwd: Some(CWD.into()) }
+}
+
+/// `session/list` result.
+pub fn list_sessions_result() -> ListSessionsResult {
+    ListSessionsResult {
+        sessions: vec![SessionSummary {
+            session_id: SESSION_ID.into(),
+            cwd: CWD.into(),
+            name: Some("fix empty-input lexing".into()),
+            first_prompt: Some("The lexer test fails on empty input; fix it.".into()),
+            entry_count: 12,
+            size_bytes: 18_342,
+            created: "2026-11-30T10:00:00Z".into(),
+            updated: "2026-11-30T10:04:12Z".into(),
+            path: format!(
+                "/home/ada/.local/share/rein/sessions/--home-ada-src-parser--/{SESSION_ID}.jsonl"
+            ),
+            loaded: true,
+            running: true,
+        }],
+    }
+}
+
+/// `session/fork` params.
+pub fn fork_params() -> ForkParams {
+    ForkParams { session_id: SESSION_ID.into(), entry_id: "a1b2c3d4".into() }
+}
+
+/// `session/messages` result.
+pub fn messages_result() -> MessagesResult {
+    MessagesResult {
+        messages: vec![
+            Message::User(user_prompt()),
+            Message::Assistant(assistant_reading()),
+            Message::ToolResult(read_result()),
+        ],
+        leaf_id: Some("c3d4e5f6".into()),
+        last_seq: 42,
+    }
+}
+
+/// `session/tree` result.
+pub fn tree_result() -> TreeResult {
+    TreeResult {
+        entries: vec![
+            prompt_entry(),
+            assistant_entry(),
+            entry(
+                "c3d4e5f6",
+                Some("b2c3d4e5"),
+                2,
+                EntryKind::Label { target_id: "a1b2c3d4".into(), label: Some("start".into()) },
+            ),
+        ],
+        leaf_id: Some("c3d4e5f6".into()),
+    }
+}
+
+/// `session/label` params.
+pub fn label_params() -> LabelParams {
+    LabelParams {
+        session_id: SESSION_ID.into(),
+        entry_id: "a1b2c3d4".into(),
+        label: Some("start".into()),
+    }
+}
+
+/// `session/rename` params.
+pub fn rename_params() -> RenameParams {
+    RenameParams { session_id: SESSION_ID.into(), name: "fix empty-input lexing".into() }
+}
+
+/// `session/prompt` params.
+pub fn prompt_params() -> PromptParams {
+    PromptParams {
+        session_id: SESSION_ID.into(),
+        text: "The lexer test fails on empty input; fix it.".into(),
+        images: vec![],
+        when_busy: Some(BusyBehavior::FollowUp),
+        limits: RunLimits { max_turns: Some(20), max_cost: Some(0.5), max_seconds: None },
+    }
+}
+
+/// `session/prompt` result.
+pub fn prompt_result() -> PromptResult {
+    PromptResult { run_id: RUN_ID.into(), disposition: PromptDisposition::Started }
+}
+
+/// `session/steer` params.
+pub fn steer_params() -> QueueMessageParams {
+    QueueMessageParams {
+        session_id: SESSION_ID.into(),
+        text: "Keep the public API unchanged.".into(),
+        images: vec![],
+    }
+}
+
+/// `session/steer` result.
+pub fn steer_result() -> QueueMessageResult {
+    QueueMessageResult { id: "q-1".into(), started_run: false }
+}
+
+/// `session/follow_up` params.
+pub fn follow_up_params() -> QueueMessageParams {
+    QueueMessageParams {
+        session_id: SESSION_ID.into(),
+        text: "Then add a test for whitespace-only input.".into(),
+        images: vec![ContentBlock::Image {
+            data: "iVBORw0KGgo=".into(),
+            mime_type: "image/png".into(),
+        }],
+    }
+}
+
+/// `session/follow_up` result.
+pub fn follow_up_result() -> QueueMessageResult {
+    QueueMessageResult { id: "q-2".into(), started_run: false }
+}
+
+/// The example session's queues.
+pub fn queue_state() -> QueueState {
+    QueueState { steering: vec![queued_steering()], follow_up: vec![] }
+}
+
+/// `session/clear_queue` params.
+pub fn clear_queue_params() -> ClearQueueParams {
+    ClearQueueParams { session_id: SESSION_ID.into(), queue: QueueSelector::All }
+}
+
+/// `session/set_model` params.
+pub fn set_model_params() -> SetModelParams {
+    SetModelParams { session_id: SESSION_ID.into(), model: "openai/gpt-5.1-codex".into() }
+}
+
+/// `session/set_thinking` params.
+pub fn set_thinking_params() -> SetThinkingParams {
+    SetThinkingParams { session_id: SESSION_ID.into(), level: ThinkingLevel::High }
+}
+
+/// `session/set_approval_policy` params.
+pub fn set_approval_policy_params() -> SetApprovalPolicyParams {
+    SetApprovalPolicyParams { session_id: SESSION_ID.into(), policy: ApprovalPolicy::Ask }
+}
+
+/// `session/branch` params.
+pub fn branch_params() -> BranchParams {
+    BranchParams {
+        session_id: SESSION_ID.into(),
+        entry_id: Some("a1b2c3d4".into()),
+        summarize: true,
+    }
+}
+
+/// `session/branch` result.
+pub fn branch_result() -> BranchResult {
+    BranchResult { leaf_id: Some("d4e5f6a7".into()), summary_entry_id: Some("d4e5f6a7".into()) }
+}
+
+/// `session/compact` params.
+pub fn compact_params() -> CompactParams {
+    CompactParams {
+        session_id: SESSION_ID.into(),
+        instructions: Some("Keep the failing test's output.".into()),
+    }
+}
+
+/// `session/compact` result.
+pub fn compact_result() -> CompactResult {
+    CompactResult {
+        entry_id: "e5f6a7b8".into(),
+        tokens_before: 152_000,
+        tokens_after: 9_800,
+        summary: "The user asked to fix lexing of empty input; `lex` indexed input[0..1].".into(),
+    }
+}
+
+/// `session/export` params.
+pub fn export_params() -> ExportParams {
+    ExportParams { session_id: SESSION_ID.into(), format: ExportFormat::Markdown }
+}
+
+/// `session/export` result.
+pub fn export_result() -> ExportResult {
+    ExportResult {
+        content: "# fix empty-input lexing\n\n## User\n\nThe lexer test fails on empty input; \
+                  fix it.\n"
+            .into(),
+    }
+}
+
+/// `session/shell` params.
+pub fn shell_params() -> ShellParams {
+    ShellParams {
+        session_id: SESSION_ID.into(),
+        command: "git status --short".into(),
+        add_to_context: true,
+    }
+}
+
+/// `session/subscribe` params.
+pub fn subscribe_params() -> SubscribeParams {
+    SubscribeParams { session_id: SESSION_ID.into(), after_seq: Some(42) }
+}
+
+/// `approval/respond` params.
+pub fn approval_respond_params() -> ApprovalRespondParams {
+    ApprovalRespondParams {
+        session_id: SESSION_ID.into(),
+        request_id: REQUEST_ID.into(),
+        decision: ApprovalDecision::AllowOnce,
+        reason: None,
+    }
+}
+
+/// `trust/set` params.
+pub fn trust_params() -> TrustParams {
+    TrustParams { path: CWD.into(), trusted: true }
+}
+
+/// `trust/list` result.
+pub fn trust_list_result() -> TrustListResult {
+    TrustListResult { paths: vec![CWD.into(), "/home/ada/src/website".into()] }
+}
+
+/// `models/list` result.
+pub fn models_result() -> ModelsResult {
+    ModelsResult {
+        default_model: Some(model_ref().to_string()),
+        models: vec![ModelInfo {
+            provider: "anthropic".into(),
+            id: "claude-sonnet-4-5".into(),
+            name: "Claude Sonnet 4.5".into(),
+            api: Api::Anthropic,
+            context_window: 200_000,
+            max_output_tokens: 64_000,
+            images: true,
+            reasoning: true,
+            cost: ModelCost { input: 3.0, output: 15.0, cache_read: 0.3, cache_write: 3.75 },
+            known: true,
+        }],
+    }
+}
+
+/// The example event in its envelope, as the first `session/event` example delivers it.
+pub fn envelope() -> EventEnvelope {
+    EventEnvelope {
+        session_id: SESSION_ID.into(),
+        seq: 43,
+        timestamp: T0,
+        event: SessionEvent::AgentStart { run_id: RUN_ID.into() },
+    }
+}
+
+/// A `session/event` notification's params.
+pub fn session_notification() -> SubscriptionNotification<SubscriptionItem> {
+    SubscriptionNotification {
+        subscription: SESSION_SUBSCRIPTION.into(),
+        result: SubscriptionItem::Event(envelope()),
+    }
+}
+
+/// A `daemon/event` notification's params.
+pub fn daemon_notification() -> SubscriptionNotification<DaemonEvent> {
+    SubscriptionNotification {
+        subscription: DAEMON_SUBSCRIPTION.into(),
+        result: DaemonEvent::SessionRunning {
+            session_id: SESSION_ID.into(),
+            run_id: RUN_ID.into(),
+        },
+    }
+}
+
+/// One example of every session event kind, in the order a run produces them.
+pub fn session_events() -> Vec<SessionEvent> {
+    let bash = bash_call();
+    vec![
+        SessionEvent::AgentStart { run_id: RUN_ID.into() },
+        SessionEvent::TurnStart { turn: 1 },
+        SessionEvent::MessageStart { message: Message::User(user_prompt()) },
+        SessionEvent::MessageUpdate {
+            delta: AssistantDelta::TextDelta { index: 1, delta: "Let me read".into() },
+        },
+        SessionEvent::MessageEnd { message: Message::Assistant(assistant_reading()) },
+        SessionEvent::ToolExecutionStart {
+            tool_call_id: "toolu_01".into(),
+            tool_name: "read".into(),
+            arguments: read_call().arguments,
+        },
+        SessionEvent::ToolExecutionUpdate {
+            tool_call_id: bash.id.clone(),
+            tool_name: bash.name.clone(),
+            content: text("running 14 tests\n"),
+        },
+        SessionEvent::ToolExecutionEnd {
+            tool_call_id: "toolu_01".into(),
+            tool_name: "read".into(),
+            result: read_result(),
+        },
+        SessionEvent::TurnEnd {
+            turn: 1,
+            message: assistant_reading(),
+            tool_results: vec![read_result()],
+        },
+        SessionEvent::QueueChanged { queues: queue_state() },
+        SessionEvent::ApprovalRequested {
+            request_id: REQUEST_ID.into(),
+            tool_call_id: bash.id.clone(),
+            tool_name: bash.name.clone(),
+            arguments: bash.arguments.clone(),
+            reason: "bash always asks under the auto-edit policy".into(),
+        },
+        SessionEvent::ApprovalResolved {
+            request_id: REQUEST_ID.into(),
+            decision: ApprovalDecision::AllowOnce,
+            reason: None,
+            resolved_by: "rein.nvim".into(),
+        },
+        SessionEvent::AutoRetry {
+            attempt: 1,
+            max_attempts: 4,
+            delay_ms: 2_000,
+            error: "429 Too Many Requests".into(),
+        },
+        SessionEvent::CompactionStart { reason: CompactionReason::Threshold },
+        SessionEvent::CompactionEnd {
+            reason: CompactionReason::Threshold,
+            entry_id: Some("e5f6a7b8".into()),
+            tokens_before: 152_000,
+            error: None,
+        },
+        SessionEvent::ModelChanged { model: model_ref() },
+        SessionEvent::ThinkingLevelChanged { level: ThinkingLevel::High },
+        SessionEvent::EntryAppended { entry: assistant_entry() },
+        SessionEvent::LeafChanged { leaf_id: Some("a1b2c3d4".into()) },
+        SessionEvent::ShellStart {
+            shell_id: SHELL_ID.into(),
+            command: "git status --short".into(),
+        },
+        SessionEvent::ShellOutput { shell_id: SHELL_ID.into(), chunk: " M src/lex.rs\n".into() },
+        SessionEvent::ShellEnd { shell_id: SHELL_ID.into(), exit_code: Some(0), cancelled: false },
+        SessionEvent::AgentEnd {
+            run_id: RUN_ID.into(),
+            reason: EndReason::Completed,
+            error: None,
+            usage: usage(),
+            turns: 3,
+        },
+        SessionEvent::Settled,
+    ]
+}
+
+/// One example of every assistant delta kind, in streaming order.
+pub fn assistant_deltas() -> Vec<AssistantDelta> {
+    vec![
+        AssistantDelta::ThinkingDelta { index: 0, delta: "Look at the lexer".into() },
+        AssistantDelta::TextDelta { index: 1, delta: "Let me read".into() },
+        AssistantDelta::ToolCallStart { index: 2, id: "toolu_01".into(), name: "read".into() },
+        AssistantDelta::ToolCallDelta { index: 2, delta: "{\"path\":\"src/".into() },
+        AssistantDelta::ToolCallEnd { index: 2, call: read_call() },
+    ]
+}
+
+/// One example of every subscription item kind.
+pub fn subscription_items() -> Vec<SubscriptionItem> {
+    vec![
+        SubscriptionItem::Event(envelope()),
+        SubscriptionItem::Lagged { session_id: SESSION_ID.into(), last_delivered_seq: 57 },
+        SubscriptionItem::ResyncRequired { session_id: SESSION_ID.into(), oldest_buffered_seq: 12 },
+    ]
+}
+
+/// One example of every daemon event kind.
+pub fn daemon_events() -> Vec<DaemonEvent> {
+    vec![
+        DaemonEvent::SessionCreated { session_id: SESSION_ID.into(), cwd: CWD.into() },
+        DaemonEvent::SessionRunning { session_id: SESSION_ID.into(), run_id: RUN_ID.into() },
+        DaemonEvent::SessionIdle { session_id: SESSION_ID.into() },
+        DaemonEvent::SessionDeleted { session_id: FORKED_SESSION_ID.into() },
+        DaemonEvent::ShuttingDown,
+    ]
+}
