@@ -27,6 +27,7 @@ pub struct EventEnvelope {
 /// What a session subscription delivers, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[allow(clippy::large_enum_variant)] // a wire type built once per delivery; boxing buys nothing
 pub enum SubscriptionItem {
     /// The next event.
     Event(EventEnvelope),

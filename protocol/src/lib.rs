@@ -24,6 +24,7 @@ pub mod event;
 pub mod message;
 pub mod method;
 pub mod model;
+pub mod paths;
 pub mod version;
 
 pub use entry::{EntryKind, SessionEntry};

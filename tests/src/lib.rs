@@ -1,1 +1,3 @@
 //! Shared test fixtures for every rein crate: the scripted fake provider and the daemon fixture.
+
+pub mod daemon;

@@ -1,0 +1,232 @@
+//! A JSON-RPC client for the daemon socket: calls, and the notifications that arrive between
+//! responses.
+
+use crate::launcher::{self, LaunchError};
+use futures::StreamExt;
+use interprocess::local_socket::tokio::Stream;
+use interprocess::local_socket::traits::tokio::Stream as _;
+use interprocess::local_socket::{GenericFilePath, ToFsName};
+use rein_protocol::codec::{CodecError, Frame, LineCodec};
+use rein_protocol::error::ErrorKind;
+use serde_json::{Value, json};
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use tokio::io::{AsyncWriteExt, ReadHalf, WriteHalf};
+use tokio_util::codec::FramedRead;
+
+/// A JSON-RPC error returned by the daemon.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcFailure {
+    /// The numeric code.
+    pub code: i64,
+    /// The message.
+    pub message: String,
+    /// `data.kind`, when present.
+    pub kind: ErrorKind,
+    /// The whole `data` member.
+    pub data: Value,
+}
+
+impl std::fmt::Display for RpcFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} ({}): {}", self.code, self.kind, self.message)
+    }
+}
+
+/// Failures of a client call.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// No daemon answers on the socket.
+    #[error("cannot connect to the daemon at {socket}: {source}")]
+    Connect {
+        /// The socket.
+        socket: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Starting the daemon failed.
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+    /// Reading or writing the socket failed.
+    #[error("connection error: {0}")]
+    Io(#[from] std::io::Error),
+    /// The daemon closed the connection.
+    #[error("the daemon closed the connection")]
+    Closed,
+    /// The daemon sent something that is not JSON-RPC.
+    #[error("invalid message from the daemon: {0}")]
+    InvalidMessage(String),
+    /// The daemon answered with an error.
+    #[error("{0}")]
+    Rpc(RpcFailure),
+}
+
+impl From<CodecError> for ClientError {
+    fn from(error: CodecError) -> Self {
+        match error {
+            CodecError::Io(error) => Self::Io(error),
+            CodecError::EmbeddedNewline => Self::InvalidMessage(error.to_string()),
+        }
+    }
+}
+
+/// One connection to the daemon.
+#[derive(Debug)]
+pub struct Client {
+    reader: FramedRead<ReadHalf<Stream>, LineCodec>,
+    writer: WriteHalf<Stream>,
+    next_id: u64,
+    notifications: VecDeque<Value>,
+}
+
+/// Opens a raw connection to the socket.
+pub async fn connect_stream(socket: &Path) -> Result<Stream, ClientError> {
+    let name = socket
+        .to_fs_name::<GenericFilePath>()
+        .map_err(|source| ClientError::Connect { socket: socket.to_path_buf(), source })?;
+    Stream::connect(name)
+        .await
+        .map_err(|source| ClientError::Connect { socket: socket.to_path_buf(), source })
+}
+
+/// Opens a raw connection, starting the daemon first when nothing answers.
+pub async fn connect_or_start_stream(socket: &Path) -> Result<Stream, ClientError> {
+    match connect_stream(socket).await {
+        Ok(stream) => Ok(stream),
+        Err(ClientError::Connect { .. }) => {
+            let socket_owned = socket.to_path_buf();
+            tokio::task::spawn_blocking(move || launcher::start_daemon(&socket_owned))
+                .await
+                .map_err(|error| ClientError::Io(std::io::Error::other(error)))??;
+            connect_stream(socket).await
+        }
+        Err(other) => Err(other),
+    }
+}
+
+impl Client {
+    /// Wraps an open stream.
+    pub fn new(stream: Stream) -> Self {
+        // The connection closes once both halves are dropped.
+        let (recv, send) = tokio::io::split(stream);
+        Self {
+            reader: FramedRead::new(recv, LineCodec::default()),
+            writer: send,
+            next_id: 1,
+            notifications: VecDeque::new(),
+        }
+    }
+
+    /// Connects to a running daemon.
+    pub async fn connect(socket: &Path) -> Result<Self, ClientError> {
+        Ok(Self::new(connect_stream(socket).await?))
+    }
+
+    /// Connects, starting the daemon when nothing answers.
+    pub async fn connect_or_start(socket: &Path) -> Result<Self, ClientError> {
+        Ok(Self::new(connect_or_start_stream(socket).await?))
+    }
+
+    /// Sends one line as is (no validation), for raw tools.
+    pub async fn send_line(&mut self, line: &str) -> Result<(), ClientError> {
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        self.writer.write_all(&bytes).await?;
+        Ok(())
+    }
+
+    /// Reads the next message from the daemon.
+    pub async fn read_message(&mut self) -> Result<Value, ClientError> {
+        loop {
+            match self.reader.next().await {
+                None => return Err(ClientError::Closed),
+                Some(Err(error)) => return Err(error.into()),
+                Some(Ok(Frame::Line(line))) if line.trim().is_empty() => continue,
+                Some(Ok(Frame::Line(line))) => {
+                    return serde_json::from_str(&line)
+                        .map_err(|error| ClientError::InvalidMessage(error.to_string()));
+                }
+                Some(Ok(other)) => return Err(ClientError::InvalidMessage(format!("{other:?}"))),
+            }
+        }
+    }
+
+    /// Calls `method` with `params` and waits for its result. Notifications that arrive in the
+    /// meantime are kept for [`Client::next_notification`].
+    pub async fn call(&mut self, method: &str, params: Value) -> Result<Value, ClientError> {
+        let id = self.next_id;
+        self.next_id += 1;
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_line(&request.to_string()).await?;
+        loop {
+            let message = self.read_message().await?;
+            if message.get("method").is_some() {
+                self.notifications.push_back(message);
+                continue;
+            }
+            if message.get("id").and_then(Value::as_u64) != Some(id) {
+                continue;
+            }
+            return response_result(message);
+        }
+    }
+
+    /// The next notification, in arrival order.
+    pub async fn next_notification(&mut self) -> Result<Value, ClientError> {
+        if let Some(message) = self.notifications.pop_front() {
+            return Ok(message);
+        }
+        loop {
+            let message = self.read_message().await?;
+            if message.get("method").is_some() {
+                return Ok(message);
+            }
+        }
+    }
+}
+
+/// Splits a response into its result or its error.
+pub fn response_result(mut message: Value) -> Result<Value, ClientError> {
+    if let Some(error) = message.get_mut("error").map(Value::take) {
+        let data = error.get("data").cloned().unwrap_or(Value::Null);
+        let kind = data
+            .get("kind")
+            .and_then(|kind| serde_json::from_value(kind.clone()).ok())
+            .unwrap_or(ErrorKind::Unknown);
+        return Err(ClientError::Rpc(RpcFailure {
+            code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
+            message: error.get("message").and_then(Value::as_str).unwrap_or_default().to_string(),
+            kind,
+            data,
+        }));
+    }
+    match message.get_mut("result").map(Value::take) {
+        Some(result) => Ok(result),
+        None => Err(ClientError::InvalidMessage("response has neither result nor error".into())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_results_and_errors() {
+        let ok = response_result(json!({"jsonrpc":"2.0","id":1,"result":{"a":1}})).unwrap();
+        assert_eq!(ok, json!({"a":1}));
+        let error = response_result(json!({"jsonrpc":"2.0","id":1,"error":{
+            "code":-32001,"message":"no such session","data":{"kind":"session_not_found"}}}));
+        match error {
+            Err(ClientError::Rpc(failure)) => {
+                assert_eq!(failure.kind, ErrorKind::SessionNotFound);
+                assert_eq!(failure.code, -32001);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert!(matches!(
+            response_result(json!({"jsonrpc":"2.0","id":1})),
+            Err(ClientError::InvalidMessage(_))
+        ));
+    }
+}

@@ -1,0 +1,15 @@
+//! One module per `rein` subcommand.
+
+pub mod daemon;
+pub mod rpc;
+pub mod stdio;
+
+/// Process exit codes shared by every command.
+pub mod exit {
+    /// Success.
+    pub const OK: u8 = 0;
+    /// The daemon or a provider failed.
+    pub const FAILURE: u8 = 1;
+    /// The command line was wrong.
+    pub const USAGE: u8 = 2;
+}

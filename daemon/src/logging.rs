@@ -1,0 +1,22 @@
+//! Logging through `tracing`: to `$REIN_HOME/logs/reind.log`, and to stderr in the foreground.
+
+use std::path::Path;
+use tracing_appender::non_blocking::WorkerGuard;
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+/// Installs the global subscriber. The level comes from `RUST_LOG` (default `info`). Keep the
+/// returned guard alive for the process's life so buffered lines are written.
+pub fn init(logs_dir: &Path, to_stderr: bool) -> std::io::Result<WorkerGuard> {
+    std::fs::create_dir_all(logs_dir)?;
+    let appender = tracing_appender::rolling::never(logs_dir, "reind.log");
+    let (writer, guard) = tracing_appender::non_blocking(appender);
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    let file_layer = tracing_subscriber::fmt::layer().with_writer(writer).with_ansi(false);
+    let stderr_layer =
+        to_stderr.then(|| tracing_subscriber::fmt::layer().with_writer(std::io::stderr));
+    let _ =
+        tracing_subscriber::registry().with(filter).with(file_layer).with(stderr_layer).try_init();
+    Ok(guard)
+}

@@ -1,0 +1,267 @@
+//! Turns one line into one method call and sends its response.
+//!
+//! Each request runs on a task of its own, so a slow method never holds up the next line of
+//! the same connection; responses are written as they complete. Lines that are not valid
+//! JSON-RPC get a standard error response (`id: null` when no id could be read) and the
+//! connection carries on.
+
+use crate::daemon::Daemon;
+use crate::rpc_error::RpcError;
+use futures::FutureExt;
+use jsonrpsee::core::traits::IdProvider;
+use jsonrpsee::{
+    BoundedSubscriptions, ConnectionId, Extensions, MethodCallback, MethodResponse, MethodSink,
+    Methods, SubscriptionState,
+};
+use jsonrpsee_types::{Id, Params, Request, SubscriptionId};
+use rein_protocol::codec::Frame;
+use rein_protocol::error::ErrorKind;
+use rein_protocol::method::ClientCapabilities;
+use serde_json::Value;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Largest response a method may produce.
+const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
+
+/// What one client said about itself in `initialize`.
+#[derive(Debug, Clone, Default)]
+pub struct ClientInfo {
+    /// The client's name.
+    pub name: String,
+    /// The client's version.
+    pub version: String,
+    /// The client's capabilities.
+    pub capabilities: ClientCapabilities,
+}
+
+/// Per-connection state, handed to methods through their `Extensions`.
+#[derive(Debug)]
+pub struct ConnectionContext {
+    /// The connection's number, for logs.
+    pub id: usize,
+    /// The daemon.
+    pub daemon: Arc<Daemon>,
+    /// Set by `initialize`.
+    pub client: Mutex<ClientInfo>,
+    methods: Methods,
+    sink: MethodSink,
+    subscriptions: BoundedSubscriptions,
+    subscription_ids: SequentialIds,
+}
+
+impl ConnectionContext {
+    /// Context for a new connection writing to `sink`.
+    pub fn new(
+        id: usize,
+        daemon: Arc<Daemon>,
+        methods: Methods,
+        sink: MethodSink,
+        subscriptions: BoundedSubscriptions,
+    ) -> Self {
+        Self {
+            id,
+            daemon,
+            client: Mutex::new(ClientInfo::default()),
+            methods,
+            sink,
+            subscriptions,
+            subscription_ids: SequentialIds::default(),
+        }
+    }
+
+    /// The client's name, or `anonymous` before `initialize`.
+    pub fn client_name(&self) -> String {
+        let client = self.client.lock().map(|c| c.name.clone()).unwrap_or_default();
+        if client.is_empty() { "anonymous".to_string() } else { client }
+    }
+}
+
+/// Subscription ids `sub-1`, `sub-2`, ... per connection.
+#[derive(Debug, Default)]
+struct SequentialIds(AtomicU64);
+
+impl IdProvider for SequentialIds {
+    fn next_id(&self) -> SubscriptionId<'static> {
+        let n = self.0.fetch_add(1, Ordering::Relaxed) + 1;
+        SubscriptionId::Str(format!("sub-{n}").into())
+    }
+}
+
+/// Handles one decoded line.
+pub fn handle_frame(frame: Frame, context: &Arc<ConnectionContext>) {
+    let line = match frame {
+        Frame::Line(line) => line,
+        Frame::TooLong { length } => {
+            let limit = context.daemon.options.max_line_bytes;
+            let error = RpcError::new(
+                ErrorKind::InvalidRequest,
+                format!("line of {length} bytes exceeds the limit of {limit} bytes"),
+            );
+            send_error(context, Id::Null, &error);
+            return;
+        }
+        Frame::InvalidUtf8 => {
+            send_error(
+                context,
+                Id::Null,
+                &RpcError::new(ErrorKind::ParseError, "line is not valid UTF-8"),
+            );
+            return;
+        }
+    };
+    if line.trim().is_empty() {
+        return;
+    }
+    let context = context.clone();
+    tokio::spawn(async move {
+        let call = std::panic::AssertUnwindSafe(handle_line(&line, &context));
+        if let Err(panic) = call.catch_unwind().await {
+            let message = panic_message(&panic);
+            tracing::error!(connection = context.id, %message, "a method panicked");
+            let id = request_id(&line).unwrap_or(Id::Null);
+            send_error(
+                &context,
+                id,
+                &RpcError::new(ErrorKind::Internal, format!("internal error: {message}")),
+            );
+        }
+    });
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(text) = panic.downcast_ref::<&str>() {
+        (*text).to_string()
+    } else if let Some(text) = panic.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "unknown panic".to_string()
+    }
+}
+
+/// Reads the `id` of a line that may not be a valid request.
+fn request_id(line: &str) -> Option<Id<'static>> {
+    let value: Value = serde_json::from_str(line).ok()?;
+    match value.get("id")? {
+        Value::Number(n) => n.as_u64().map(Id::Number),
+        Value::String(s) => Some(Id::Str(s.clone().into())),
+        _ => Some(Id::Null),
+    }
+}
+
+async fn handle_line(line: &str, context: &Arc<ConnectionContext>) {
+    match serde_json::from_str::<Request<'_>>(line) {
+        Ok(request) => call(request, context).await,
+        Err(_) => handle_non_request(line, context).await,
+    }
+}
+
+/// Classifies a line that did not parse as a request: bad JSON, a notification, or an invalid
+/// request.
+async fn handle_non_request(line: &str, context: &Arc<ConnectionContext>) {
+    let value = match serde_json::from_str::<Value>(line) {
+        Ok(value) => value,
+        Err(error) => {
+            send_error(
+                context,
+                Id::Null,
+                &RpcError::new(ErrorKind::ParseError, format!("invalid JSON: {error}")),
+            );
+            return;
+        }
+    };
+    if value.is_array() {
+        let error = RpcError::new(
+            ErrorKind::InvalidRequest,
+            "batch requests are not supported; send one request per line",
+        );
+        send_error(context, Id::Null, &error);
+        return;
+    }
+    let is_notification = value.get("id").is_none()
+        && value.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+        && value.get("method").is_some_and(Value::is_string);
+    if is_notification {
+        // Notifications get no response, not even an error.
+        let mut with_id = value;
+        with_id["id"] = Value::Null;
+        let text = with_id.to_string();
+        if let Ok(request) = serde_json::from_str::<Request<'_>>(&text) {
+            let _ = run_method(request, context).await;
+        }
+        return;
+    }
+    let id = request_id(line).unwrap_or(Id::Null);
+    let error = RpcError::new(
+        ErrorKind::InvalidRequest,
+        "not a JSON-RPC 2.0 request: need \"jsonrpc\":\"2.0\", a string \"method\" and an \"id\"",
+    );
+    send_error(context, id, &error);
+}
+
+async fn call(request: Request<'_>, context: &Arc<ConnectionContext>) {
+    if let Some(response) = run_method(request, context).await {
+        let _ = context.sink.send(response.into_json()).await;
+    }
+}
+
+/// Runs the method; returns the response to send, or `None` when the method already sent it
+/// (subscriptions answer through the sink themselves).
+async fn run_method(
+    request: Request<'_>,
+    context: &Arc<ConnectionContext>,
+) -> Option<MethodResponse> {
+    let Request { id, method, params, .. } = request;
+    let params = Params::new(params.as_ref().map(|raw| raw.get()));
+    let mut extensions = Extensions::new();
+    extensions.insert(context.clone());
+    let connection = ConnectionId(context.id);
+    match context.methods.method(&method) {
+        None => {
+            let error =
+                RpcError::new(ErrorKind::MethodNotFound, format!("method not found: {method}"));
+            Some(MethodResponse::error(id, error.to_object()))
+        }
+        Some(MethodCallback::Sync(callback)) => {
+            Some((callback)(id, params, MAX_RESPONSE_BYTES, extensions))
+        }
+        Some(MethodCallback::Async(callback)) => {
+            let future = (callback)(
+                id.into_owned(),
+                params.into_owned(),
+                connection,
+                MAX_RESPONSE_BYTES,
+                extensions,
+            );
+            Some(future.await)
+        }
+        Some(MethodCallback::Subscription(callback)) => {
+            let Some(permit) = context.subscriptions.acquire() else {
+                let error = RpcError::new(
+                    ErrorKind::InvalidRequest,
+                    "too many subscriptions on this connection",
+                );
+                return Some(MethodResponse::error(id, error.to_object()));
+            };
+            let state = SubscriptionState {
+                conn_id: connection,
+                id_provider: &context.subscription_ids,
+                subscription_permit: permit,
+            };
+            let _ = (callback)(id, params, context.sink.clone(), state, extensions).await;
+            None
+        }
+        Some(MethodCallback::Unsubscription(callback)) => {
+            Some((callback)(id, params, connection, MAX_RESPONSE_BYTES, extensions))
+        }
+    }
+}
+
+fn send_error(context: &ConnectionContext, id: Id<'_>, error: &RpcError) {
+    let response = MethodResponse::error(id, error.to_object());
+    let sink = context.sink.clone();
+    let json = response.into_json();
+    tokio::spawn(async move {
+        let _ = sink.send(json).await;
+    });
+}

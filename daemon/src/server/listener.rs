@@ -1,0 +1,154 @@
+//! Binding the socket: one daemon per socket, stale sockets replaced, owner-only permissions.
+//!
+//! Beside the socket sits a lock file (`<socket>.lock`) holding an advisory lock for the
+//! daemon's whole life. The kernel drops the lock when the process dies, however it dies, so:
+//! a second daemon that cannot take the lock exits with a clear message while the first keeps
+//! serving; a daemon that can take it knows any socket file already there is a leftover of a
+//! killed daemon and replaces it.
+
+use interprocess::local_socket::tokio::{Listener, Stream};
+use interprocess::local_socket::traits::tokio::Listener as _;
+use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
+use std::fs::{self, File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+/// Failures to bind the daemon socket.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    /// Another daemon holds the socket.
+    #[error("another reind{} is already serving {socket}", pid.map(|p| format!(" (pid {p})")).unwrap_or_default())]
+    AlreadyRunning {
+        /// The socket.
+        socket: PathBuf,
+        /// The other daemon's pid, when its lock file names it.
+        pid: Option<u32>,
+    },
+    /// A file system step failed.
+    #[error("cannot {action} {path}: {source}")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The path involved.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+}
+
+fn io_error<'a>(
+    action: &'static str,
+    path: &'a Path,
+) -> impl FnOnce(std::io::Error) -> BindError + 'a {
+    move |source| BindError::Io { action, path: path.to_path_buf(), source }
+}
+
+/// The listening socket plus the lock that makes it ours.
+#[derive(Debug)]
+pub struct BoundSocket {
+    listener: Listener,
+    path: PathBuf,
+    _lock: File,
+}
+
+/// The lock file path for a socket.
+pub fn lock_path(socket: &Path) -> PathBuf {
+    let mut name = socket.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+/// Creates the socket's directory (0700 when we create it), takes the single-instance lock,
+/// replaces a stale socket file and starts listening with mode 0600.
+pub fn bind(socket: &Path) -> Result<BoundSocket, BindError> {
+    if let Some(dir) = socket.parent().filter(|dir| !dir.as_os_str().is_empty() && !dir.exists()) {
+        fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(io_error("create directory", dir))?;
+    }
+    let lock_file = lock_path(socket);
+    let mut lock = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(&lock_file)
+        .map_err(io_error("open lock file", &lock_file))?;
+    if let Err(error) = lock.try_lock() {
+        return match error {
+            fs::TryLockError::WouldBlock => {
+                let mut text = String::new();
+                let pid =
+                    lock.read_to_string(&mut text).ok().and_then(|_| text.trim().parse().ok());
+                Err(BindError::AlreadyRunning { socket: socket.to_path_buf(), pid })
+            }
+            fs::TryLockError::Error(source) => {
+                Err(BindError::Io { action: "lock", path: lock_file, source })
+            }
+        };
+    }
+    lock.set_len(0).map_err(io_error("truncate lock file", &lock_file))?;
+    lock.rewind().map_err(io_error("rewind lock file", &lock_file))?;
+    writeln!(lock, "{}", std::process::id()).map_err(io_error("write lock file", &lock_file))?;
+
+    if fs::symlink_metadata(socket).is_ok() {
+        tracing::info!(socket = %socket.display(), "replacing a stale socket left by a daemon that died");
+        fs::remove_file(socket).map_err(io_error("remove stale socket", socket))?;
+    }
+    let name = socket.to_fs_name::<GenericFilePath>().map_err(io_error("name socket", socket))?;
+    let listener = ListenerOptions::new()
+        .name(name)
+        .reclaim_name(false)
+        .create_tokio()
+        .map_err(io_error("listen on", socket))?;
+    fs::set_permissions(socket, fs::Permissions::from_mode(0o600))
+        .map_err(io_error("set permissions of", socket))?;
+    Ok(BoundSocket { listener, path: socket.to_path_buf(), _lock: lock })
+}
+
+impl BoundSocket {
+    /// Waits for the next connection.
+    pub async fn accept(&self) -> std::io::Result<Stream> {
+        self.listener.accept().await
+    }
+
+    /// The socket's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Removes the socket file (the lock goes when `self` drops).
+    pub fn remove(self) {
+        if let Err(error) = fs::remove_file(&self.path) {
+            tracing::warn!(%error, socket = %self.path.display(), "could not remove the socket");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn second_bind_is_refused_and_stale_socket_is_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("run").join("reind.sock");
+        let first = bind(&socket).unwrap();
+        let mode = fs::metadata(&socket).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        let dir_mode = fs::metadata(socket.parent().unwrap()).unwrap().permissions().mode() & 0o777;
+        assert_eq!(dir_mode, 0o700);
+        match bind(&socket) {
+            Err(BindError::AlreadyRunning { pid, .. }) => assert_eq!(pid, Some(std::process::id())),
+            other => panic!("expected AlreadyRunning, got {other:?}"),
+        }
+        drop(first); // the lock goes; the socket file stays behind like after a crash
+        assert!(socket.exists());
+        let second = bind(&socket).unwrap();
+        second.remove();
+        assert!(!socket.exists());
+    }
+}
