@@ -14,7 +14,7 @@ use serde_json::Value;
 pub struct SessionEntry {
     /// Unique within the session.
     pub id: String,
-    /// The entry this one follows; `None` for a root.
+    /// The entry this one follows; null for a root.
     pub parent_id: Option<String>,
     /// RFC 3339 time the entry was written.
     pub timestamp: String,
@@ -70,7 +70,7 @@ pub enum EntryKind {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
     },
-    /// A user label on an entry (`None` removes it).
+    /// A user label on an entry (null removes it).
     Label {
         /// The labelled entry.
         target_id: String,

@@ -371,20 +371,56 @@ fn events(doc: &mut Markdown, reference: &Reference) -> Result<(), DocsError> {
         match notification.name {
             names::SESSION_EVENT => {
                 let items = examples::subscription_items();
-                tagged_section(doc, "SubscriptionItem", "Subscription items", "item", &items)?;
+                tagged_section(
+                    doc,
+                    "SubscriptionItem",
+                    "Subscription items",
+                    "item",
+                    "Each is the `result` of one `session/event` notification.",
+                    &items,
+                )?;
                 doc.type_anchor_once("EventEnvelope");
                 doc.heading(3, "Event envelope", None);
                 let envelope = doc.defs.get("EventEnvelope").cloned().unwrap_or(Value::Null);
-                doc.block(&format!("{} {}", type_link("EventEnvelope"), description(&envelope)));
+                doc.block(&format!(
+                    "**`EventEnvelope`**: {} The `event` item of a subscription carries these \
+                     fields beside its `type`.",
+                    description(&envelope)
+                ));
                 doc.block(&fields_table(&schema_text::fields(&envelope, None)));
                 let events = examples::session_events();
-                tagged_section(doc, "SessionEvent", "Session events", "event", &events)?;
+                tagged_section(
+                    doc,
+                    "SessionEvent",
+                    "Session events",
+                    "event",
+                    "Each is the `event` member of an envelope; the examples show that member. \
+                     A run produces `agent_start`, then per turn `turn_start`, the messages \
+                     (`message_start`, `message_update`..., `message_end`) and tool executions, \
+                     `turn_end`; then `agent_end`, and `settled` once no follow-up is queued.",
+                    &events,
+                )?;
                 let deltas = examples::assistant_deltas();
-                tagged_section(doc, "AssistantDelta", "Assistant deltas", "delta", &deltas)?;
+                tagged_section(
+                    doc,
+                    "AssistantDelta",
+                    "Assistant deltas",
+                    "delta",
+                    "Each is the `delta` of a `message_update` event. `index` is the block's \
+                     position in the assistant message that `message_end` delivers complete.",
+                    &deltas,
+                )?;
             }
             names::DAEMON_EVENT => {
                 let events = examples::daemon_events();
-                tagged_section(doc, "DaemonEvent", "Daemon events", "daemon-event", &events)?;
+                tagged_section(
+                    doc,
+                    "DaemonEvent",
+                    "Daemon events",
+                    "daemon-event",
+                    "Each is the `result` of one `daemon/event` notification.",
+                    &events,
+                )?;
             }
             _ => {}
         }
@@ -421,18 +457,18 @@ fn tagged_section<T: Serialize>(
     type_name: &str,
     title: &str,
     anchor_prefix: &str,
+    note: &str,
     examples: &[T],
 ) -> Result<(), DocsError> {
     let def = doc.defs.get(type_name).cloned().unwrap_or(Value::Null);
     doc.type_anchor_once(type_name);
     doc.heading(3, title, None);
     let Shape::Tagged { tag, variants, .. } = schema_text::shape(&def, doc.defs) else {
-        doc.block(&format!("{} {}", type_link(type_name), description(&def)));
+        doc.block(&format!("**`{type_name}`**: {}", description(&def)));
         return Ok(());
     };
     doc.block(&format!(
-        "{} {} A client skips kinds it does not know.",
-        type_link(type_name),
+        "**`{type_name}`**: {} A client skips kinds it does not know. {note}",
         description(&def)
     ));
     let rows: Vec<Vec<String>> = variants
@@ -541,7 +577,11 @@ fn type_body(doc: &mut Markdown, def: &Value) {
             }
         }
         Shape::Other(expr) => {
-            doc.block(&format!("{text} Type: {expr}."));
+            let pattern = match def.get("pattern").and_then(Value::as_str) {
+                Some(pattern) => format!(" matching `{pattern}`"),
+                None => String::new(),
+            };
+            doc.block(&format!("{text} Type: {expr}{pattern}."));
         }
     }
 }

@@ -112,9 +112,34 @@ pub struct Variant {
     pub fields: Vec<Field>,
 }
 
-/// A description on one line (schemars keeps the doc comment's line breaks).
+/// A description on one line (schemars keeps the doc comment's line breaks), with rustdoc's
+/// intra-doc links (`` [`Usage`] ``) reduced to their code span.
 pub fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    strip_intra_doc_links(&joined)
+}
+
+/// Turns `` [`Name`] `` into `` `Name` `` where no `(` follows (a markdown link keeps it).
+fn strip_intra_doc_links(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("[`") {
+        let after = &rest[start + 1..];
+        let closing = after[1..].find("`]").map(|end| end + 2);
+        match closing {
+            Some(end) if !after[end + 1..].starts_with('(') => {
+                out.push_str(&rest[..start]);
+                out.push_str(&after[..end]);
+                rest = &after[end + 1..];
+            }
+            _ => {
+                out.push_str(&rest[..start + 2]);
+                rest = &rest[start + 2..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The schema's description on one line, empty when it has none.
@@ -254,6 +279,13 @@ mod tests {
         assert_eq!(type_expr(&json!({"enum": ["a", "b"]})), "`\"a\"` | `\"b\"`");
         assert_eq!(type_expr(&json!({"description": "anything"})), "any");
         assert_eq!(type_expr(&json!(true)), "any");
+    }
+
+    #[test]
+    fn intra_doc_links_become_code_spans() {
+        assert_eq!(one_line("split like [`Usage`].\nNext"), "split like `Usage`. Next");
+        assert_eq!(one_line("see [`a`](#x) and [`b`]"), "see [`a`](#x) and `b`");
+        assert_eq!(one_line("odd [`x and [y]"), "odd [`x and [y]");
     }
 
     #[test]
