@@ -1,0 +1,349 @@
+//! The Anthropic Messages wire API (`anthropic`).
+
+use crate::assemble::MessageBuilder;
+use crate::failure::Failure;
+use crate::history::{IMAGE_OMITTED, is_native, should_replay, thinking_as_text};
+use crate::ids::wire_tool_call_id;
+use crate::provider::{ProviderErrorKind, ProviderRequest};
+use crate::wire::Step;
+use rein_protocol::message::{ContentBlock, Message, StopReason};
+use rein_protocol::model::{Api, ThinkingLevel};
+use serde_json::{Value, json};
+
+/// The `anthropic-version` header value sent with every request.
+pub const API_VERSION: &str = "2023-06-01";
+
+/// Thinking budget in tokens for a level.
+pub fn thinking_budget(level: ThinkingLevel) -> Option<u64> {
+    match level {
+        ThinkingLevel::Off => None,
+        ThinkingLevel::Minimal => Some(1024),
+        ThinkingLevel::Low => Some(2048),
+        ThinkingLevel::Medium => Some(8192),
+        ThinkingLevel::High => Some(16384),
+        ThinkingLevel::Xhigh => Some(32000),
+    }
+}
+
+/// The request body for `POST {base_url}/messages`.
+pub fn request_body(request: &ProviderRequest) -> Value {
+    let model = &request.model;
+    let mut messages: Vec<Value> = Vec::new();
+    for message in &request.context.messages {
+        match message {
+            Message::User(user) => {
+                let content: Vec<Value> =
+                    user.content.iter().filter_map(|b| user_block(b, model.images)).collect();
+                if !content.is_empty() {
+                    messages.push(json!({"role": "user", "content": content}));
+                }
+            }
+            Message::Assistant(assistant) => {
+                if !should_replay(assistant) {
+                    continue;
+                }
+                let native = is_native(assistant, model);
+                let mut content = Vec::new();
+                for block in &assistant.content {
+                    match block {
+                        ContentBlock::Text { text } if !text.trim().is_empty() => {
+                            content.push(json!({"type": "text", "text": text}));
+                        }
+                        ContentBlock::Thinking { thinking, signature, redacted } => {
+                            match (native, redacted, signature) {
+                                (true, true, Some(data)) => {
+                                    content.push(json!({"type": "redacted_thinking", "data": data}))
+                                }
+                                (true, false, Some(signature)) if !signature.is_empty() => content
+                                    .push(json!({"type": "thinking", "thinking": thinking,
+                                        "signature": signature})),
+                                _ => {
+                                    if let Some(text) = thinking_as_text(thinking, *redacted) {
+                                        content.push(json!({"type": "text", "text": text}));
+                                    }
+                                }
+                            }
+                        }
+                        ContentBlock::ToolCall(call) => {
+                            let input = if call.arguments.is_object() {
+                                call.arguments.clone()
+                            } else {
+                                json!({})
+                            };
+                            content.push(json!({
+                                "type": "tool_use",
+                                "id": wire_tool_call_id(Api::Anthropic, &call.id),
+                                "name": call.name,
+                                "input": input,
+                            }));
+                        }
+                        _ => {}
+                    }
+                }
+                if !content.is_empty() {
+                    messages.push(json!({"role": "assistant", "content": content}));
+                }
+            }
+            Message::ToolResult(result) => {
+                let mut content: Vec<Value> =
+                    result.content.iter().filter_map(|b| user_block(b, model.images)).collect();
+                if content.is_empty() {
+                    content.push(json!({"type": "text", "text": "(no output)"}));
+                }
+                let block = json!({
+                    "type": "tool_result",
+                    "tool_use_id": wire_tool_call_id(Api::Anthropic, &result.tool_call_id),
+                    "content": content,
+                    "is_error": result.is_error,
+                });
+                // Consecutive results travel in one user turn.
+                let appended = match messages.last_mut() {
+                    Some(last) if is_tool_result_turn(last) => {
+                        if let Some(items) = last["content"].as_array_mut() {
+                            items.push(block.clone());
+                        }
+                        true
+                    }
+                    _ => false,
+                };
+                if !appended {
+                    messages.push(json!({"role": "user", "content": [block]}));
+                }
+            }
+        }
+    }
+    mark_cache_breakpoint(&mut messages);
+    let budget = if model.reasoning { thinking_budget(request.options.thinking) } else { None };
+    let mut max_tokens = request.options.max_tokens.unwrap_or(model.max_output_tokens).max(1);
+    if let Some(budget) = budget {
+        max_tokens = max_tokens.max(budget + 1024);
+    }
+    let mut body = json!({
+        "model": model.id,
+        "messages": messages,
+        "max_tokens": max_tokens,
+        "stream": true,
+    });
+    if !request.context.system_prompt.is_empty() {
+        body["system"] = json!([{"type": "text", "text": request.context.system_prompt,
+            "cache_control": {"type": "ephemeral"}}]);
+    }
+    if !request.context.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .context
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    if let Some(budget) = budget {
+        body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+    } else if let Some(temperature) = request.options.temperature {
+        body["temperature"] = json!(temperature);
+    }
+    body
+}
+
+fn is_tool_result_turn(message: &Value) -> bool {
+    message["role"] == "user"
+        && message["content"]
+            .as_array()
+            .is_some_and(|items| items.iter().all(|item| item["type"] == "tool_result"))
+}
+
+/// Asks Anthropic to cache the conversation up to the last user turn.
+fn mark_cache_breakpoint(messages: &mut [Value]) {
+    let last_user = messages.iter_mut().rev().find(|m| m["role"] == "user");
+    if let Some(block) =
+        last_user.and_then(|m| m["content"].as_array_mut()).and_then(|content| content.last_mut())
+    {
+        block["cache_control"] = json!({"type": "ephemeral"});
+    }
+}
+
+fn user_block(block: &ContentBlock, images: bool) -> Option<Value> {
+    match block {
+        ContentBlock::Text { text } if !text.is_empty() => {
+            Some(json!({"type": "text", "text": text}))
+        }
+        ContentBlock::Image { .. } if !images => {
+            Some(json!({"type": "text", "text": IMAGE_OMITTED}))
+        }
+        ContentBlock::Image { data, mime_type } => Some(json!({
+            "type": "image",
+            "source": {"type": "base64", "media_type": mime_type, "data": data},
+        })),
+        _ => None,
+    }
+}
+
+/// Decodes an Anthropic Messages SSE stream into a [`MessageBuilder`].
+#[derive(Debug, Default)]
+pub struct AnthropicDecoder {
+    /// Blocks by the wire's content index: (wire index, block index).
+    blocks: Vec<(u64, usize)>,
+}
+
+#[derive(serde::Deserialize)]
+struct DeltaEvent<'a> {
+    #[serde(default)]
+    index: u64,
+    #[serde(borrow)]
+    delta: DeltaBody<'a>,
+}
+
+#[derive(serde::Deserialize)]
+struct DeltaBody<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(default, borrow)]
+    text: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    thinking: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    signature: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    partial_json: Option<std::borrow::Cow<'a, str>>,
+}
+
+impl AnthropicDecoder {
+    /// Handles one SSE event (`event:` name and `data:` JSON).
+    pub fn on_event(
+        &mut self,
+        name: &str,
+        data: &str,
+        out: &mut MessageBuilder,
+    ) -> Result<Step, Failure> {
+        let malformed = |e: serde_json::Error| {
+            Failure::fatal(ProviderErrorKind::Protocol, format!("malformed `{name}` event: {e}"))
+        };
+        match name {
+            "content_block_delta" => {
+                let event: DeltaEvent<'_> = serde_json::from_str(data).map_err(malformed)?;
+                let Some(block) = self.block(event.index) else {
+                    return Ok(Step::Continue);
+                };
+                let delta = event.delta;
+                match delta.kind.as_ref() {
+                    "text_delta" => {
+                        out.append_text(block, delta.text.as_deref().unwrap_or_default())
+                    }
+                    "thinking_delta" => {
+                        out.append_thinking(block, delta.thinking.as_deref().unwrap_or_default());
+                    }
+                    "signature_delta" => {
+                        out.append_signature(block, delta.signature.as_deref().unwrap_or_default());
+                    }
+                    "input_json_delta" => out.append_tool_arguments(
+                        block,
+                        delta.partial_json.as_deref().unwrap_or_default(),
+                    ),
+                    _ => {}
+                }
+                Ok(Step::Continue)
+            }
+            "ping" => Ok(Step::Continue),
+            "message_start" => {
+                let event: Value = serde_json::from_str(data).map_err(malformed)?;
+                if let Some(usage) = event.pointer("/message/usage") {
+                    self.read_usage(usage, out);
+                }
+                Ok(Step::Continue)
+            }
+            "content_block_start" => {
+                let event: Value = serde_json::from_str(data).map_err(malformed)?;
+                let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
+                let block = &event["content_block"];
+                let text_of =
+                    |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default();
+                let opened = match block.get("type").and_then(Value::as_str) {
+                    Some("text") => {
+                        let b = out.open_text();
+                        out.append_text(b, text_of("text"));
+                        Some(b)
+                    }
+                    Some("thinking") => {
+                        let b = out.open_thinking();
+                        out.append_thinking(b, text_of("thinking"));
+                        if !text_of("signature").is_empty() {
+                            out.append_signature(b, text_of("signature"));
+                        }
+                        Some(b)
+                    }
+                    Some("redacted_thinking") => {
+                        Some(out.push_redacted_thinking(text_of("data").to_string()))
+                    }
+                    Some("tool_use" | "server_tool_use") => {
+                        let b = out.open_tool_call(text_of("id"), text_of("name"));
+                        if let Some(input) = block
+                            .get("input")
+                            .filter(|i| i.as_object().is_some_and(|o| !o.is_empty()))
+                        {
+                            out.append_tool_arguments(b, &input.to_string());
+                        }
+                        Some(b)
+                    }
+                    _ => None,
+                };
+                if let Some(b) = opened {
+                    self.blocks.push((index, b));
+                }
+                Ok(Step::Continue)
+            }
+            "content_block_stop" => {
+                let event: Value = serde_json::from_str(data).map_err(malformed)?;
+                let index = event.get("index").and_then(Value::as_u64).unwrap_or(0);
+                if let Some(block) = self.block(index) {
+                    out.finish_tool_call(block, None);
+                }
+                Ok(Step::Continue)
+            }
+            "message_delta" => {
+                let event: Value = serde_json::from_str(data).map_err(malformed)?;
+                if let Some(reason) = event.pointer("/delta/stop_reason").and_then(Value::as_str) {
+                    out.set_stop_reason(match reason {
+                        "max_tokens" | "model_context_window_exceeded" => StopReason::Length,
+                        "tool_use" => StopReason::ToolUse,
+                        _ => StopReason::Stop,
+                    });
+                }
+                if let Some(usage) = event.get("usage") {
+                    self.read_usage(usage, out);
+                }
+                Ok(Step::Continue)
+            }
+            "message_stop" => Ok(Step::Done),
+            "error" => {
+                let event: Value = serde_json::from_str(data).map_err(malformed)?;
+                let error = event.get("error").unwrap_or(&event);
+                let text = error.get("message").and_then(Value::as_str).unwrap_or("stream error");
+                Err(Failure::from_stream_error(text, error.get("type").and_then(Value::as_str)))
+            }
+            _ => Ok(Step::Continue),
+        }
+    }
+
+    fn block(&self, index: u64) -> Option<usize> {
+        self.blocks.iter().rev().find(|(i, _)| *i == index).map(|(_, b)| *b)
+    }
+
+    /// Usage fields arrive in `message_start` and again (cumulatively) in `message_delta`;
+    /// a field present later replaces the earlier value.
+    fn read_usage(&self, usage: &Value, out: &mut MessageBuilder) {
+        let field = |key: &str| usage.get(key).and_then(Value::as_u64);
+        let total = out.usage_mut();
+        if let Some(v) = field("input_tokens") {
+            total.input = v;
+        }
+        if let Some(v) = field("output_tokens") {
+            total.output = v;
+        }
+        if let Some(v) = field("cache_read_input_tokens") {
+            total.cache_read = v;
+        }
+        if let Some(v) = field("cache_creation_input_tokens") {
+            total.cache_write = v;
+        }
+    }
+}

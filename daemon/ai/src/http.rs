@@ -1,0 +1,291 @@
+//! The provider that speaks any of the three wire APIs over HTTP with streaming SSE.
+//!
+//! One attempt posts the request and decodes the event stream; failed attempts that may
+//! succeed later (429, 5xx, connection errors, streams that break before any content) are
+//! retried with backoff and reported as [`AssistantMessageEvent::Retry`]. The cancellation token
+//! is watched throughout: while connecting, streaming and waiting to retry.
+
+use crate::assemble::MessageBuilder;
+use crate::failure::Failure;
+use crate::provider::{
+    AssistantMessageEvent, EventStream, Provider, ProviderErrorKind, ProviderRequest,
+};
+use crate::registry::Environment;
+use crate::retry::RetryPolicy;
+use crate::wire::{Decoder, Step, auth_headers, endpoint, request_body, unterminated};
+use bytes::Bytes;
+use eventsource_stream::Eventsource;
+use futures::channel::mpsc;
+use futures::{SinkExt, StreamExt};
+use rein_protocol::message::StopReason;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Everything needed to reach one configured provider. Holds the *name* of the key's
+/// environment variable, never the key.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProviderSettings {
+    /// The provider's name in the configuration.
+    pub name: String,
+    /// The URL the API paths are appended to (`…/v1`).
+    pub base_url: String,
+    /// The environment variable holding the API key; no key is sent when `None`.
+    pub api_key_env: Option<String>,
+    /// Extra headers sent with every request.
+    pub headers: Vec<(String, String)>,
+    /// Retry behaviour.
+    pub retry: RetryPolicy,
+    /// Longest silence allowed on an open stream before it counts as dropped.
+    pub idle_timeout: Duration,
+}
+
+/// Building the HTTP client failed (for instance the TLS backend could not start).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot create the HTTP client for provider `{provider}`: {source}")]
+pub struct ClientError {
+    provider: String,
+    #[source]
+    source: reqwest::Error,
+}
+
+/// A provider reached over HTTP. Cheap to clone; clones share one connection pool.
+#[derive(Debug, Clone)]
+pub struct HttpProvider {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    settings: ProviderSettings,
+    client: reqwest::Client,
+    environment: Environment,
+}
+
+impl std::fmt::Debug for Inner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpProvider").field("settings", &self.settings).finish_non_exhaustive()
+    }
+}
+
+impl HttpProvider {
+    /// A provider with its own connection pool, reading its key from the process environment.
+    pub fn new(settings: ProviderSettings) -> Result<Self, ClientError> {
+        Self::with_environment(settings, Arc::new(|name| std::env::var(name).ok()))
+    }
+
+    /// A provider reading its key through `environment` at each request.
+    pub fn with_environment(
+        settings: ProviderSettings,
+        environment: Environment,
+    ) -> Result<Self, ClientError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(Duration::from_secs(30))
+            .read_timeout(settings.idle_timeout)
+            .build()
+            .map_err(|source| ClientError { provider: settings.name.clone(), source })?;
+        Ok(Self { inner: Arc::new(Inner { settings, client, environment }) })
+    }
+
+    /// The provider's settings.
+    pub fn settings(&self) -> &ProviderSettings {
+        &self.inner.settings
+    }
+}
+
+impl Provider for HttpProvider {
+    fn stream(&self, request: ProviderRequest) -> EventStream {
+        let (tx, rx) = mpsc::channel(64);
+        let inner = Arc::clone(&self.inner);
+        // The driver runs inside the returned stream (no task is spawned), so dropping the
+        // stream stops the request.
+        let driver = futures::stream::once(async move { inner.run(request, tx).await })
+            .filter_map(|()| async { None });
+        futures::stream::select(rx, driver).boxed()
+    }
+}
+
+type Sender = mpsc::Sender<AssistantMessageEvent>;
+
+impl Inner {
+    async fn run(&self, request: ProviderRequest, mut tx: Sender) {
+        let cancel = request.options.cancel.clone();
+        let model = request.model.clone();
+        let url = endpoint(model.api, &self.settings.base_url);
+        let body = match serde_json::to_vec(&request_body(&request)) {
+            Ok(body) => Bytes::from(body),
+            Err(error) => {
+                let message = MessageBuilder::new(&model, now_ms())
+                    .fail(StopReason::Error, format!("cannot encode the request: {error}"));
+                let kind = ProviderErrorKind::Protocol;
+                let _ = tx.send(AssistantMessageEvent::Error { message, kind }).await;
+                return;
+            }
+        };
+        if tx.send(AssistantMessageEvent::Start).await.is_err() {
+            return;
+        }
+        let max_attempts = self.settings.retry.max_attempts();
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let mut builder = MessageBuilder::new(&model, now_ms());
+            tracing::debug!(provider = %self.settings.name, model = %model.id, %url, attempt,
+                "sending request");
+            let outcome = tokio::select! {
+                biased;
+                () = cancel.cancelled() => Err(aborted()),
+                result = self.attempt(&url, &body, &mut builder, &mut tx) => result,
+            };
+            let failure = match outcome {
+                Ok(()) => {
+                    let _ = tx.send(AssistantMessageEvent::Done(builder.finish())).await;
+                    return;
+                }
+                Err(failure) => failure,
+            };
+            if failure.kind == ProviderErrorKind::Aborted {
+                let message = builder.fail(StopReason::Aborted, failure.message);
+                let _ = tx.send(AssistantMessageEvent::Error { message, kind: failure.kind }).await;
+                return;
+            }
+            let delay = (failure.retryable && !builder.has_content() && attempt < max_attempts)
+                .then(|| self.settings.retry.delay(attempt, failure.retry_after))
+                .flatten();
+            let Some(delay) = delay else {
+                tracing::warn!(provider = %self.settings.name, model = %model.id, attempt,
+                    error = %failure.message, "request failed");
+                let message = builder.fail(StopReason::Error, failure.message);
+                let _ = tx.send(AssistantMessageEvent::Error { message, kind: failure.kind }).await;
+                return;
+            };
+            tracing::info!(provider = %self.settings.name, model = %model.id, attempt,
+                delay_ms = delay.as_millis() as u64, error = %failure.message, "retrying");
+            let retry = AssistantMessageEvent::Retry {
+                attempt,
+                max_attempts,
+                delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                error: failure.message,
+            };
+            if tx.send(retry).await.is_err() {
+                return;
+            }
+            tokio::select! {
+                biased;
+                () = cancel.cancelled() => {
+                    let message = builder.fail(StopReason::Aborted, aborted().message);
+                    let kind = ProviderErrorKind::Aborted;
+                    let _ = tx.send(AssistantMessageEvent::Error { message, kind }).await;
+                    return;
+                }
+                () = tokio::time::sleep(delay) => {}
+            }
+        }
+    }
+
+    /// One attempt; the key is read here, at request time, and scrubbed from any error text.
+    async fn attempt(
+        &self,
+        url: &str,
+        body: &Bytes,
+        builder: &mut MessageBuilder,
+        tx: &mut Sender,
+    ) -> Result<(), Failure> {
+        let key = self.api_key()?;
+        let result = self.exchange(url, body, key.as_deref(), builder, tx).await;
+        result.map_err(|mut failure| {
+            if let Some(key) = key.as_deref().filter(|k| k.len() >= 4) {
+                failure.message = failure.message.replace(key, "[redacted]");
+            }
+            failure
+        })
+    }
+
+    async fn exchange(
+        &self,
+        url: &str,
+        body: &Bytes,
+        key: Option<&str>,
+        builder: &mut MessageBuilder,
+        tx: &mut Sender,
+    ) -> Result<(), Failure> {
+        let api = builder.api();
+        let mut request = self
+            .client
+            .post(url)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .header(reqwest::header::ACCEPT, "text/event-stream")
+            .body(body.clone());
+        for (name, value) in auth_headers(api, key) {
+            request = request.header(name, value);
+        }
+        for (name, value) in &self.settings.headers {
+            request = request.header(name.as_str(), value.as_str());
+        }
+        let response = request.send().await.map_err(|e| Failure::from_transport(&e))?;
+        let status = response.status();
+        if !status.is_success() {
+            let headers = response.headers().clone();
+            let text = response.text().await.unwrap_or_default();
+            return Err(Failure::from_http(&self.settings.name, status, &headers, &text));
+        }
+        let mut decoder = Decoder::new(api);
+        let mut events = response.bytes_stream().eventsource();
+        while let Some(event) = events.next().await {
+            let event = event.map_err(|error| {
+                Failure::transient(
+                    ProviderErrorKind::Network,
+                    format!("the stream broke: {}", error_chain(&error)),
+                )
+            })?;
+            let step = decoder.on_event(&event.event, &event.data, builder)?;
+            if step == Step::Done {
+                builder.finish_open_tool_calls();
+            }
+            for delta in builder.take_deltas() {
+                tx.send(AssistantMessageEvent::Delta(delta)).await.map_err(|_| aborted())?;
+            }
+            if step == Step::Done {
+                return Ok(());
+            }
+        }
+        Err(unterminated())
+    }
+
+    fn api_key(&self) -> Result<Option<String>, Failure> {
+        let Some(variable) = &self.settings.api_key_env else {
+            return Ok(None);
+        };
+        match (self.environment)(variable) {
+            Some(key) if !key.trim().is_empty() => Ok(Some(key.trim().to_string())),
+            _ => Err(Failure::fatal(
+                ProviderErrorKind::Auth,
+                format!(
+                    "provider `{}` needs an API key: set the environment variable `{variable}`",
+                    self.settings.name
+                ),
+            )),
+        }
+    }
+}
+
+fn aborted() -> Failure {
+    Failure::fatal(ProviderErrorKind::Aborted, "the request was cancelled")
+}
+
+/// An error and all its causes, joined.
+pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}

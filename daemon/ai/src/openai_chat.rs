@@ -1,0 +1,333 @@
+//! The OpenAI Chat Completions wire API (`openai-chat`), also spoken by OpenRouter, Groq,
+//! DeepSeek, Ollama, llama.cpp, vLLM and LM Studio.
+
+use crate::assemble::MessageBuilder;
+use crate::failure::Failure;
+use crate::history::{IMAGE_OMITTED, data_url, is_native, should_replay, thinking_as_text};
+use crate::ids::wire_tool_call_id;
+use crate::provider::ProviderRequest;
+use crate::wire::Step;
+use rein_protocol::message::{ContentBlock, Message, StopReason, Usage};
+use rein_protocol::model::{Api, ThinkingLevel};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The request body for `POST {base_url}/chat/completions`.
+pub fn request_body(request: &ProviderRequest) -> Value {
+    let model = &request.model;
+    let mut messages = Vec::new();
+    if !request.context.system_prompt.is_empty() {
+        messages.push(json!({"role": "system", "content": request.context.system_prompt}));
+    }
+    for message in &request.context.messages {
+        match message {
+            Message::User(user) => {
+                messages.push(
+                    json!({"role": "user", "content": user_content(&user.content, model.images)}),
+                );
+            }
+            Message::Assistant(assistant) => {
+                if !should_replay(assistant) {
+                    continue;
+                }
+                let native = is_native(assistant, model);
+                let mut text = String::new();
+                let mut tool_calls = Vec::new();
+                for block in &assistant.content {
+                    match block {
+                        ContentBlock::Text { text: t } => text.push_str(t),
+                        ContentBlock::Thinking { thinking, redacted, .. } => {
+                            // Chat Completions takes no reasoning back; only foreign reasoning
+                            // is shown to the model, as text.
+                            if !native && let Some(shown) = thinking_as_text(thinking, *redacted) {
+                                text.push_str(&shown);
+                                text.push('\n');
+                            }
+                        }
+                        ContentBlock::ToolCall(call) => tool_calls.push(json!({
+                            "id": wire_tool_call_id(Api::OpenAiChat, &call.id),
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": arguments_text(&call.arguments)},
+                        })),
+                        ContentBlock::Image { .. } => {}
+                    }
+                }
+                let mut entry = json!({"role": "assistant"});
+                entry["content"] = if text.is_empty() { Value::Null } else { Value::String(text) };
+                if !tool_calls.is_empty() {
+                    entry["tool_calls"] = Value::Array(tool_calls);
+                } else if entry["content"].is_null() {
+                    continue;
+                }
+                messages.push(entry);
+            }
+            Message::ToolResult(result) => {
+                let text = result.text();
+                messages.push(json!({
+                    "role": "tool",
+                    "tool_call_id": wire_tool_call_id(Api::OpenAiChat, &result.tool_call_id),
+                    "content": if text.is_empty() { "(no output)".to_string() } else { text },
+                }));
+                let images: Vec<&ContentBlock> = result
+                    .content
+                    .iter()
+                    .filter(|b| matches!(b, ContentBlock::Image { .. }))
+                    .collect();
+                if !images.is_empty() && model.images {
+                    let mut parts =
+                        vec![json!({"type": "text", "text": "Images returned by the tool:"})];
+                    parts.extend(images.into_iter().filter_map(image_part));
+                    messages.push(json!({"role": "user", "content": parts}));
+                }
+            }
+        }
+    }
+    let mut body = json!({
+        "model": model.id,
+        "messages": messages,
+        "stream": true,
+        "stream_options": {"include_usage": true},
+    });
+    if !request.context.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .context
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({"type": "function", "function": {
+                    "name": tool.name, "description": tool.description, "parameters": tool.parameters,
+                }})
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    if let Some(max) = request.options.max_tokens {
+        body["max_tokens"] = json!(max);
+    }
+    if let Some(temperature) = request.options.temperature {
+        body["temperature"] = json!(temperature);
+    }
+    if model.reasoning && request.options.thinking != ThinkingLevel::Off {
+        body["reasoning_effort"] = json!(effort(request.options.thinking));
+    }
+    body
+}
+
+/// The OpenAI effort name for a thinking level.
+pub fn effort(level: ThinkingLevel) -> &'static str {
+    match level {
+        ThinkingLevel::Off | ThinkingLevel::Minimal => "minimal",
+        ThinkingLevel::Low => "low",
+        ThinkingLevel::Medium => "medium",
+        ThinkingLevel::High | ThinkingLevel::Xhigh => "high",
+    }
+}
+
+/// Tool-call arguments as the JSON text the wire wants (a string kept from a malformed call
+/// goes back exactly as the model wrote it).
+pub fn arguments_text(arguments: &Value) -> String {
+    match arguments {
+        Value::String(raw) => raw.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn user_content(blocks: &[ContentBlock], images: bool) -> Value {
+    if let [ContentBlock::Text { text }] = blocks {
+        return Value::String(text.clone());
+    }
+    let parts: Vec<Value> = blocks
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text } => Some(json!({"type": "text", "text": text})),
+            ContentBlock::Image { .. } if !images => {
+                Some(json!({"type": "text", "text": IMAGE_OMITTED}))
+            }
+            ContentBlock::Image { .. } => image_part(block),
+            _ => None,
+        })
+        .collect();
+    Value::Array(parts)
+}
+
+fn image_part(block: &ContentBlock) -> Option<Value> {
+    match block {
+        ContentBlock::Image { data, mime_type } => {
+            Some(json!({"type": "image_url", "image_url": {"url": data_url(mime_type, data)}}))
+        }
+        _ => None,
+    }
+}
+
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(default, borrow)]
+    choices: Vec<Choice<'a>>,
+    #[serde(default)]
+    usage: Option<WireUsage>,
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(default, borrow)]
+    delta: Option<Delta<'a>>,
+    #[serde(default)]
+    finish_reason: Option<&'a str>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(default, borrow)]
+    content: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    reasoning: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    tool_calls: Vec<ToolCallDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallDelta<'a> {
+    #[serde(default)]
+    index: Option<usize>,
+    #[serde(default, borrow)]
+    id: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta<'a> {
+    #[serde(default, borrow)]
+    name: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<std::borrow::Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    total_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    /// DeepSeek reports cache hits here.
+    #[serde(default)]
+    prompt_cache_hit_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+/// Decodes a Chat Completions SSE stream into a [`MessageBuilder`].
+#[derive(Debug, Default)]
+pub struct ChatDecoder {
+    /// Open tool calls: (wire index, id, block index).
+    calls: Vec<(usize, String, usize)>,
+}
+
+impl ChatDecoder {
+    /// Handles one SSE event's data.
+    pub fn on_data(&mut self, data: &str, out: &mut MessageBuilder) -> Result<Step, Failure> {
+        let data = data.trim();
+        if data == "[DONE]" {
+            return Ok(Step::Done);
+        }
+        if data.is_empty() {
+            return Ok(Step::Continue);
+        }
+        let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|e| {
+            Failure::fatal(crate::ProviderErrorKind::Protocol, format!("malformed chunk: {e}"))
+        })?;
+        if let Some(error) = chunk.error {
+            let text = error
+                .get("message")
+                .and_then(Value::as_str)
+                .map_or_else(|| error.to_string(), str::to_string);
+            let kind = error.get("code").or_else(|| error.get("type")).and_then(Value::as_str);
+            return Err(Failure::from_stream_error(&text, kind));
+        }
+        for choice in chunk.choices {
+            if let Some(delta) = choice.delta {
+                if let Some(reasoning) = delta.reasoning_content.or(delta.reasoning) {
+                    out.push_thinking(&reasoning);
+                }
+                if let Some(content) = delta.content {
+                    out.push_text(&content);
+                }
+                for call in delta.tool_calls {
+                    self.on_tool_call(call, out);
+                }
+            }
+            if let Some(reason) = choice.finish_reason {
+                out.set_stop_reason(stop_reason(reason));
+            }
+        }
+        if let Some(usage) = chunk.usage {
+            let cached = usage
+                .prompt_tokens_details
+                .and_then(|d| d.cached_tokens)
+                .or(usage.prompt_cache_hit_tokens)
+                .unwrap_or(0);
+            out.set_usage(Usage {
+                input: usage.prompt_tokens.saturating_sub(cached),
+                output: usage.completion_tokens,
+                cache_read: cached,
+                cache_write: 0,
+                total_tokens: usage.total_tokens,
+                cost: Default::default(),
+            });
+        }
+        Ok(Step::Continue)
+    }
+
+    fn on_tool_call(&mut self, call: ToolCallDelta<'_>, out: &mut MessageBuilder) {
+        let wire_index = call.index.unwrap_or(0);
+        let id = call.id.as_deref().filter(|id| !id.is_empty());
+        let (name, arguments) = match &call.function {
+            Some(f) => (f.name.as_deref(), f.arguments.as_deref()),
+            None => (None, None),
+        };
+        let existing = self.calls.iter().rposition(|(i, _, _)| *i == wire_index);
+        // A new id at a known index means a new call (some servers reuse index 0).
+        let starts_new = match (existing, id) {
+            (None, _) => true,
+            (Some(pos), Some(id)) => self.calls[pos].1 != id,
+            (Some(_), None) => false,
+        };
+        let block = if starts_new {
+            if let Some(pos) = existing {
+                out.finish_tool_call(self.calls[pos].2, None);
+            }
+            let id = id.unwrap_or_default().to_string();
+            let block = out.open_tool_call(&id, name.unwrap_or_default());
+            self.calls.push((wire_index, id, block));
+            block
+        } else {
+            let Some(pos) = existing else { return };
+            let block = self.calls[pos].2;
+            out.amend_tool_call(block, None, name);
+            block
+        };
+        if let Some(arguments) = arguments {
+            out.append_tool_arguments(block, arguments);
+        }
+    }
+}
+
+fn stop_reason(reason: &str) -> StopReason {
+    match reason {
+        "length" => StopReason::Length,
+        "tool_calls" | "function_call" => StopReason::ToolUse,
+        _ => StopReason::Stop,
+    }
+}

@@ -1,0 +1,282 @@
+//! The OpenAI Responses wire API (`openai-responses`).
+//!
+//! Requests are stateless (`store: false`) and ask for encrypted reasoning, so a reasoning
+//! item can be replayed on the next turn: the whole item is kept as JSON in the thinking
+//! block's `signature` and sent back verbatim to the same provider.
+
+use crate::assemble::MessageBuilder;
+use crate::failure::Failure;
+use crate::history::{IMAGE_OMITTED, data_url, is_native, should_replay, thinking_as_text};
+use crate::ids::wire_tool_call_id;
+use crate::openai_chat::{arguments_text, effort};
+use crate::provider::{ProviderErrorKind, ProviderRequest};
+use crate::wire::Step;
+use rein_protocol::message::{ContentBlock, Message, StopReason, Usage};
+use rein_protocol::model::{Api, ThinkingLevel};
+use serde_json::{Value, json};
+
+/// The request body for `POST {base_url}/responses`.
+pub fn request_body(request: &ProviderRequest) -> Value {
+    let model = &request.model;
+    let mut input = Vec::new();
+    for message in &request.context.messages {
+        match message {
+            Message::User(user) => {
+                let content: Vec<Value> = user
+                    .content
+                    .iter()
+                    .filter_map(|block| input_part(block, model.images))
+                    .collect();
+                input.push(json!({"role": "user", "content": content}));
+            }
+            Message::Assistant(assistant) => {
+                if !should_replay(assistant) {
+                    continue;
+                }
+                let native = is_native(assistant, model);
+                for block in &assistant.content {
+                    match block {
+                        ContentBlock::Text { text } if !text.is_empty() => input.push(json!({
+                            "type": "message", "role": "assistant",
+                            "content": [{"type": "output_text", "text": text}],
+                        })),
+                        ContentBlock::Thinking { thinking, signature, redacted } => {
+                            let item = signature
+                                .as_deref()
+                                .filter(|_| native)
+                                .and_then(|s| serde_json::from_str::<Value>(s).ok())
+                                .filter(|item| {
+                                    item.get("type").and_then(Value::as_str) == Some("reasoning")
+                                });
+                            if let Some(item) = item {
+                                input.push(item);
+                            } else if let Some(text) = thinking_as_text(thinking, *redacted) {
+                                input.push(json!({
+                                    "type": "message", "role": "assistant",
+                                    "content": [{"type": "output_text", "text": text}],
+                                }));
+                            }
+                        }
+                        ContentBlock::ToolCall(call) => input.push(json!({
+                            "type": "function_call",
+                            "call_id": wire_tool_call_id(Api::OpenAiResponses, &call.id),
+                            "name": call.name,
+                            "arguments": arguments_text(&call.arguments),
+                        })),
+                        _ => {}
+                    }
+                }
+            }
+            Message::ToolResult(result) => {
+                let text = result.text();
+                input.push(json!({
+                    "type": "function_call_output",
+                    "call_id": wire_tool_call_id(Api::OpenAiResponses, &result.tool_call_id),
+                    "output": if text.is_empty() { "(no output)".to_string() } else { text },
+                }));
+                let images: Vec<Value> = result
+                    .content
+                    .iter()
+                    .filter(|b| matches!(b, ContentBlock::Image { .. }))
+                    .filter_map(|b| input_part(b, model.images))
+                    .collect();
+                if !images.is_empty() && model.images {
+                    let mut content =
+                        vec![json!({"type": "input_text", "text": "Images returned by the tool:"})];
+                    content.extend(images);
+                    input.push(json!({"role": "user", "content": content}));
+                }
+            }
+        }
+    }
+    let mut body = json!({
+        "model": model.id,
+        "input": input,
+        "stream": true,
+        "store": false,
+    });
+    if !request.context.system_prompt.is_empty() {
+        body["instructions"] = json!(request.context.system_prompt);
+    }
+    if !request.context.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .context
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({"type": "function", "name": tool.name, "description": tool.description,
+                    "parameters": tool.parameters})
+            })
+            .collect();
+        body["tools"] = Value::Array(tools);
+    }
+    if let Some(max) = request.options.max_tokens {
+        body["max_output_tokens"] = json!(max);
+    }
+    if let Some(temperature) = request.options.temperature {
+        body["temperature"] = json!(temperature);
+    }
+    if model.reasoning && request.options.thinking != ThinkingLevel::Off {
+        body["reasoning"] = json!({"effort": effort(request.options.thinking), "summary": "auto"});
+        body["include"] = json!(["reasoning.encrypted_content"]);
+    }
+    body
+}
+
+fn input_part(block: &ContentBlock, images: bool) -> Option<Value> {
+    match block {
+        ContentBlock::Text { text } => Some(json!({"type": "input_text", "text": text})),
+        ContentBlock::Image { .. } if !images => {
+            Some(json!({"type": "input_text", "text": IMAGE_OMITTED}))
+        }
+        ContentBlock::Image { data, mime_type } => {
+            Some(json!({"type": "input_image", "image_url": data_url(mime_type, data)}))
+        }
+        _ => None,
+    }
+}
+
+/// Decodes a Responses SSE stream into a [`MessageBuilder`].
+#[derive(Debug, Default)]
+pub struct ResponsesDecoder {
+    /// Blocks by output index: (output index, block index).
+    items: Vec<(u64, usize)>,
+    /// Output index of the reasoning summary part last written, to separate parts.
+    last_summary: Option<(u64, u64)>,
+}
+
+impl ResponsesDecoder {
+    /// Handles one SSE event's data (the event type is repeated inside the JSON).
+    pub fn on_data(&mut self, data: &str, out: &mut MessageBuilder) -> Result<Step, Failure> {
+        if data.trim().is_empty() {
+            return Ok(Step::Continue);
+        }
+        let event: Value = serde_json::from_str(data).map_err(|e| {
+            Failure::fatal(ProviderErrorKind::Protocol, format!("malformed event: {e}"))
+        })?;
+        let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
+        let output_index = event.get("output_index").and_then(Value::as_u64).unwrap_or(0);
+        let text_of = |key: &str| event.get(key).and_then(Value::as_str).unwrap_or_default();
+        match kind {
+            "response.output_item.added" => {
+                let item = &event["item"];
+                match item.get("type").and_then(Value::as_str) {
+                    Some("function_call") => {
+                        let id = item.get("call_id").and_then(Value::as_str).unwrap_or_default();
+                        let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
+                        let block = out.open_tool_call(id, name);
+                        self.items.push((output_index, block));
+                    }
+                    Some("reasoning") => {
+                        let block = out.open_thinking();
+                        self.items.push((output_index, block));
+                    }
+                    _ => {}
+                }
+            }
+            "response.output_text.delta" | "response.refusal.delta" => {
+                let block = match self.block(output_index) {
+                    Some(block) => block,
+                    None => {
+                        let block = out.open_text();
+                        self.items.push((output_index, block));
+                        block
+                    }
+                };
+                out.append_text(block, text_of("delta"));
+            }
+            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                let part = event.get("summary_index").and_then(Value::as_u64).unwrap_or(0);
+                let block = match self.block(output_index) {
+                    Some(block) => block,
+                    None => {
+                        let block = out.open_thinking();
+                        self.items.push((output_index, block));
+                        block
+                    }
+                };
+                if let Some((last_item, last_part)) = self.last_summary
+                    && last_item == output_index
+                    && last_part != part
+                {
+                    out.append_thinking(block, "\n\n");
+                }
+                self.last_summary = Some((output_index, part));
+                out.append_thinking(block, text_of("delta"));
+            }
+            "response.function_call_arguments.delta" => {
+                if let Some(block) = self.block(output_index) {
+                    out.append_tool_arguments(block, text_of("delta"));
+                }
+            }
+            "response.output_item.done" => {
+                let item = &event["item"];
+                match (item.get("type").and_then(Value::as_str), self.block(output_index)) {
+                    (Some("function_call"), Some(block)) => {
+                        let args = item.get("arguments").and_then(Value::as_str);
+                        out.finish_tool_call(block, args);
+                    }
+                    (Some("reasoning"), Some(block)) => {
+                        let summary = reasoning_summary(item);
+                        out.set_signature(block, item.to_string(), summary.as_deref());
+                    }
+                    _ => {}
+                }
+            }
+            "response.completed" | "response.incomplete" => {
+                let response = &event["response"];
+                if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
+                    out.set_usage(usage_of(usage));
+                }
+                let incomplete = kind == "response.incomplete"
+                    || response.get("status").and_then(Value::as_str) == Some("incomplete");
+                out.set_stop_reason(if incomplete { StopReason::Length } else { StopReason::Stop });
+                return Ok(Step::Done);
+            }
+            "response.failed" => {
+                let error = &event["response"]["error"];
+                let text =
+                    error.get("message").and_then(Value::as_str).unwrap_or("response failed");
+                return Err(Failure::from_stream_error(
+                    text,
+                    error.get("code").and_then(Value::as_str),
+                ));
+            }
+            "error" => {
+                let error = event.get("error").unwrap_or(&event);
+                let text = error.get("message").and_then(Value::as_str).unwrap_or("stream error");
+                let code = error.get("code").or_else(|| error.get("type")).and_then(Value::as_str);
+                return Err(Failure::from_stream_error(text, code));
+            }
+            _ => {}
+        }
+        Ok(Step::Continue)
+    }
+
+    fn block(&self, output_index: u64) -> Option<usize> {
+        self.items.iter().rev().find(|(i, _)| *i == output_index).map(|(_, b)| *b)
+    }
+}
+
+fn reasoning_summary(item: &Value) -> Option<String> {
+    let parts: Vec<&str> = item
+        .get("summary")?
+        .as_array()?
+        .iter()
+        .filter_map(|part| part.get("text").and_then(Value::as_str))
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+fn usage_of(usage: &Value) -> Usage {
+    let number = |pointer: &str| usage.pointer(pointer).and_then(Value::as_u64).unwrap_or(0);
+    let cached = number("/input_tokens_details/cached_tokens");
+    Usage {
+        input: number("/input_tokens").saturating_sub(cached),
+        output: number("/output_tokens"),
+        cache_read: cached,
+        cache_write: 0,
+        total_tokens: number("/total_tokens"),
+        cost: Default::default(),
+    }
+}

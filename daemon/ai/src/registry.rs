@@ -1,0 +1,336 @@
+//! Resolving `provider/model` into what the model is and the provider that reaches it.
+
+use crate::catalog::{BUILTIN_PROVIDERS, MODELS, builtin_provider, model_info};
+use crate::config::{ConfigError, ModelOverride, ProvidersConfig};
+use crate::http::{ClientError, HttpProvider, ProviderSettings};
+use crate::provider::Provider;
+use rein_protocol::model::{Api, ModelInfo, ModelRef};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How the registry reads environment variables (replaceable in tests).
+pub type Environment = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// A model ready to use: what it is and who serves it.
+#[derive(Clone)]
+pub struct ResolvedModel {
+    /// Limits, prices and wire API of the model.
+    pub info: ModelInfo,
+    /// The provider to send requests to.
+    pub provider: Arc<dyn Provider>,
+}
+
+impl std::fmt::Debug for ResolvedModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResolvedModel").field("info", &self.info).finish_non_exhaustive()
+    }
+}
+
+/// A model reference could not be resolved.
+#[derive(Debug, thiserror::Error)]
+pub enum ResolveError {
+    /// The text is not `provider/model`.
+    #[error(
+        "`{0}` is not a model reference: write it as provider/model, e.g. anthropic/claude-sonnet-4-5"
+    )]
+    BadReference(String),
+    /// No model was named and the configuration has no default.
+    #[error(
+        "no model chosen: pass one as provider/model or set `model = \"provider/model\"` in the config"
+    )]
+    NoDefault,
+    /// The provider is neither built in nor configured.
+    #[error(
+        "unknown provider `{provider}` (known: {known}); add a [providers.{provider}] table with `api` and `base_url` to the config"
+    )]
+    UnknownProvider {
+        /// The provider asked for.
+        provider: String,
+        /// The providers that exist, comma-separated.
+        known: String,
+    },
+    /// The provider's key variable is not set.
+    #[error("provider `{provider}` needs an API key: set the environment variable `{variable}`")]
+    MissingKey {
+        /// The provider.
+        provider: String,
+        /// The variable to set.
+        variable: String,
+    },
+    /// The HTTP client could not be created.
+    #[error(transparent)]
+    Client(#[from] ClientError),
+}
+
+#[derive(Debug, Clone)]
+struct ProviderEntry {
+    api: Api,
+    settings: ProviderSettings,
+    models: BTreeMap<String, ModelOverride>,
+}
+
+/// Every provider rein can reach: the built-in ones merged with the configured ones.
+pub struct Registry {
+    default_model: Option<String>,
+    entries: BTreeMap<String, ProviderEntry>,
+    clients: Mutex<BTreeMap<String, HttpProvider>>,
+    environment: Environment,
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry")
+            .field("default_model", &self.default_model)
+            .field("providers", &self.entries.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registry {
+    /// A registry reading API keys from the process environment.
+    pub fn new(config: ProvidersConfig) -> Result<Self, ConfigError> {
+        Self::with_environment(config, Arc::new(|name| std::env::var(name).ok()))
+    }
+
+    /// A registry reading API keys through `environment`.
+    pub fn with_environment(
+        config: ProvidersConfig,
+        environment: Environment,
+    ) -> Result<Self, ConfigError> {
+        if let Some(model) = &config.model
+            && ModelRef::parse(model).is_none()
+        {
+            return Err(ConfigError::BadDefaultModel(model.clone()));
+        }
+        let mut entries = BTreeMap::new();
+        for builtin in BUILTIN_PROVIDERS {
+            let settings = ProviderSettings {
+                name: builtin.name.to_string(),
+                base_url: builtin.base_url.to_string(),
+                api_key_env: builtin.api_key_env.map(str::to_string),
+                headers: Vec::new(),
+                retry: config.retry.clone(),
+                idle_timeout: Duration::from_secs(300),
+            };
+            let entry = ProviderEntry { api: builtin.api, settings, models: BTreeMap::new() };
+            entries.insert(builtin.name.to_string(), entry);
+        }
+        for (name, table) in &config.providers {
+            let builtin = builtin_provider(name);
+            let incomplete =
+                |setting, hint| ConfigError::Incomplete { provider: name.clone(), setting, hint };
+            let api = table
+                .api
+                .or(builtin.map(|b| b.api))
+                .ok_or_else(|| incomplete("api", "openai-chat, openai-responses or anthropic"))?;
+            let base_url = table
+                .base_url
+                .clone()
+                .or(builtin.map(|b| b.base_url.to_string()))
+                .ok_or_else(|| incomplete("base_url", "e.g. http://127.0.0.1:8080/v1"))?;
+            let api_key_env = match &table.api_key_env {
+                Some(variable) if variable.is_empty() => None,
+                Some(variable) => Some(variable.clone()),
+                None => builtin.and_then(|b| b.api_key_env).map(str::to_string),
+            };
+            let settings = ProviderSettings {
+                name: name.clone(),
+                base_url,
+                api_key_env,
+                headers: table.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                retry: config.retry.clone(),
+                idle_timeout: Duration::from_secs(table.idle_timeout_secs.unwrap_or(300)),
+            };
+            entries.insert(
+                name.clone(),
+                ProviderEntry { api, settings, models: table.models.clone() },
+            );
+        }
+        Ok(Self {
+            default_model: config.model,
+            entries,
+            clients: Mutex::new(BTreeMap::new()),
+            environment,
+        })
+    }
+
+    /// The configured default model, as `provider/model`.
+    pub fn default_model(&self) -> Option<&str> {
+        self.default_model.as_deref()
+    }
+
+    /// Names of every provider, built in or configured.
+    pub fn provider_names(&self) -> Vec<&str> {
+        self.entries.keys().map(String::as_str).collect()
+    }
+
+    /// What rein knows of `provider/model`, without checking keys.
+    pub fn model_info(&self, reference: &str) -> Result<ModelInfo, ResolveError> {
+        let reference = ModelRef::parse(reference)
+            .ok_or_else(|| ResolveError::BadReference(reference.into()))?;
+        let entry = self.entry(&reference.provider)?;
+        Ok(describe(&reference.provider, &reference.model, entry))
+    }
+
+    /// Resolves `provider/model` (or the default model when `None`): its facts and a provider
+    /// ready to stream. Fails, naming what to set, when the provider is unknown or its API key
+    /// variable is unset.
+    pub fn resolve(&self, reference: Option<&str>) -> Result<ResolvedModel, ResolveError> {
+        let text = reference.or(self.default_model.as_deref()).ok_or(ResolveError::NoDefault)?;
+        let parsed =
+            ModelRef::parse(text).ok_or_else(|| ResolveError::BadReference(text.to_string()))?;
+        let entry = self.entry(&parsed.provider)?;
+        if let Some(variable) = &entry.settings.api_key_env {
+            let present = (self.environment)(variable).is_some_and(|v| !v.trim().is_empty());
+            if !present {
+                return Err(ResolveError::MissingKey {
+                    provider: parsed.provider.clone(),
+                    variable: variable.clone(),
+                });
+            }
+        }
+        let info = describe(&parsed.provider, &parsed.model, entry);
+        let provider = self.client(&parsed.provider, entry)?;
+        Ok(ResolvedModel { info, provider: Arc::new(provider) })
+    }
+
+    /// Every model the catalog or the configuration lists, for the providers known here.
+    pub fn models(&self) -> Vec<ModelInfo> {
+        let mut models = Vec::new();
+        for (name, entry) in &self.entries {
+            for row in MODELS.iter().filter(|row| row.provider == name) {
+                if !entry.models.contains_key(row.id) {
+                    models.push(describe(name, row.id, entry));
+                }
+            }
+            for id in entry.models.keys() {
+                models.push(describe(name, id, entry));
+            }
+        }
+        models
+    }
+
+    fn entry(&self, provider: &str) -> Result<&ProviderEntry, ResolveError> {
+        self.entries.get(provider).ok_or_else(|| ResolveError::UnknownProvider {
+            provider: provider.to_string(),
+            known: self.provider_names().join(", "),
+        })
+    }
+
+    fn client(&self, name: &str, entry: &ProviderEntry) -> Result<HttpProvider, ResolveError> {
+        let mut clients = self.clients.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(client) = clients.get(name) {
+            return Ok(client.clone());
+        }
+        let client =
+            HttpProvider::with_environment(entry.settings.clone(), Arc::clone(&self.environment))?;
+        clients.insert(name.to_string(), client.clone());
+        Ok(client)
+    }
+}
+
+/// The catalog's facts (or the defaults) for a model, with the configuration's overrides.
+fn describe(provider: &str, id: &str, entry: &ProviderEntry) -> ModelInfo {
+    let mut info = model_info(provider, id, entry.api);
+    if let Some(o) = entry.models.get(id) {
+        info.known = true;
+        if let Some(name) = &o.name {
+            info.name = name.clone();
+        }
+        if let Some(v) = o.context_window {
+            info.context_window = v;
+        }
+        if let Some(v) = o.max_output_tokens {
+            info.max_output_tokens = v;
+        }
+        if let Some(v) = o.images {
+            info.images = v;
+        }
+        if let Some(v) = o.reasoning {
+            info.reasoning = v;
+        }
+        if let Some(cost) = &o.cost {
+            info.cost = cost.clone();
+        }
+    }
+    info
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &'static [(&'static str, &'static str)]) -> Environment {
+        Arc::new(move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string()))
+    }
+
+    #[test]
+    fn builtin_providers_need_no_configuration_but_their_keys() {
+        let registry = Registry::with_environment(ProvidersConfig::default(), env(&[])).unwrap();
+        let err = registry.resolve(Some("anthropic/claude-sonnet-4-5")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "provider `anthropic` needs an API key: set the environment variable `ANTHROPIC_API_KEY`"
+        );
+        let ollama = registry.resolve(Some("ollama/qwen3:8b")).unwrap();
+        assert_eq!(ollama.info.api, Api::OpenAiChat);
+        assert!(!ollama.info.known);
+        let registry = Registry::with_environment(
+            ProvidersConfig::default(),
+            env(&[("OPENAI_API_KEY", "sk-secret")]),
+        )
+        .unwrap();
+        let openai = registry.resolve(Some("openai/gpt-5")).unwrap();
+        assert_eq!(openai.info.api, Api::OpenAiResponses);
+        assert!(openai.info.known && openai.info.reasoning);
+        assert!(!format!("{openai:?} {registry:?}").contains("sk-secret"));
+    }
+
+    #[test]
+    fn unknown_providers_and_bad_references_say_what_to_do() {
+        let registry = Registry::with_environment(ProvidersConfig::default(), env(&[])).unwrap();
+        let err = registry.resolve(Some("mine/m")).unwrap_err().to_string();
+        assert!(err.contains("[providers.mine]") && err.contains("base_url"), "{err}");
+        assert!(matches!(registry.resolve(Some("nomodel")), Err(ResolveError::BadReference(_))));
+        assert!(matches!(registry.resolve(None), Err(ResolveError::NoDefault)));
+    }
+
+    #[test]
+    fn configured_providers_and_overrides_apply() {
+        let config = ProvidersConfig::from_toml(
+            r#"
+            model = "local/test-model"
+            [providers.local]
+            api = "anthropic"
+            base_url = "http://127.0.0.1:9/v1"
+            [providers.local.models."test-model"]
+            context_window = 1000
+            images = true
+            [providers.openai]
+            base_url = "http://127.0.0.1:9/v1"
+            api_key_env = ""
+            "#,
+        )
+        .unwrap();
+        let registry = Registry::with_environment(config, env(&[])).unwrap();
+        let local = registry.resolve(None).unwrap();
+        assert_eq!(local.info.context_window, 1000);
+        assert!(local.info.images && local.info.known);
+        assert_eq!(local.info.api, Api::Anthropic);
+        // The built-in openai provider, redirected and without a key.
+        let openai = registry.resolve(Some("openai/gpt-5")).unwrap();
+        assert_eq!(openai.info.api, Api::OpenAiResponses);
+        assert!(registry.models().iter().any(|m| m.provider == "local" && m.id == "test-model"));
+        assert!(registry.models().iter().any(|m| m.provider == "anthropic"));
+    }
+
+    #[test]
+    fn custom_providers_must_name_api_and_url() {
+        let config = ProvidersConfig::from_toml("[providers.x]\napi = \"openai-chat\"").unwrap();
+        let err = Registry::with_environment(config, env(&[])).unwrap_err().to_string();
+        assert!(err.contains("base_url"), "{err}");
+        let config = ProvidersConfig::from_toml("model = \"nope\"").unwrap();
+        assert!(Registry::new(config).is_err());
+    }
+}
