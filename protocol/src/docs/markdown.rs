@@ -26,6 +26,10 @@ const EVENT_TYPES: [&str; 7] = [
     "DaemonEvent",
 ];
 
+/// A params or result table this short is repeated at every method that uses the type; longer
+/// ones are shown once and linked afterwards.
+const REPEATED_TABLE_ROWS: usize = 3;
+
 /// Renders the whole reference.
 pub fn render(reference: &Reference) -> Result<String, DocsError> {
     let mut doc = Markdown::new(reference.defs());
@@ -62,11 +66,14 @@ impl<'a> Markdown<'a> {
         self.block(&format!("{} {title}", "#".repeat(level)));
     }
 
-    /// Places the anchor of type `name` here, unless it was placed before.
-    fn type_anchor_once(&mut self, name: &str) {
-        if self.defs.contains_key(name) && self.placed.insert(name.to_string()) {
+    /// Places the anchor of type `name` here, unless it was placed before; true when placed
+    /// now.
+    fn type_anchor_once(&mut self, name: &str) -> bool {
+        let first = self.defs.contains_key(name) && self.placed.insert(name.to_string());
+        if first {
             self.text.push_str(&format!("<a id=\"{}\"></a>\n\n", type_anchor(name)));
         }
+        first
     }
 
     fn code(&mut self, language: &str, lines: &[String]) {
@@ -326,15 +333,18 @@ fn payload(doc: &mut Markdown, label: &str, schema: &Value) {
         return;
     };
     let def = doc.defs.get(name).cloned().unwrap_or(Value::Null);
-    doc.type_anchor_once(name);
+    let first = doc.type_anchor_once(name);
     match schema_text::shape(&def, doc.defs) {
         Shape::Object(fields) if fields.is_empty() => {
             let none = if label == "Params" { " (send `{}` or omit `params`)" } else { "" };
             doc.block(&format!("**{label}:** {} — no fields{none}.", type_link(name)));
         }
-        Shape::Object(fields) => {
+        Shape::Object(fields) if first || fields.len() <= REPEATED_TABLE_ROWS => {
             doc.block(&format!("**{label}:** {} — {}", type_link(name), description(&def)));
             doc.block(&fields_table(&fields));
+        }
+        Shape::Object(_) => {
+            doc.block(&format!("**{label}:** {}, whose fields are listed above.", type_link(name)));
         }
         _ => {
             doc.block(&format!("**{label}:** {}.", type_link(name)));

@@ -83,19 +83,30 @@ impl Reference {
         }
     }
 
+    /// The top-level members of the schema document, in the order the file shows them.
+    fn members(&self) -> Vec<(&'static str, Value)> {
+        vec![
+            ("$schema", Value::from(META_SCHEMA)),
+            ("title", Value::from(format!("rein protocol {PROTOCOL_VERSION}"))),
+            (
+                "description",
+                Value::from(
+                    "JSON-RPC 2.0 methods, notifications, errors and types of the rein daemon. \
+                     Generated from the rein-protocol crate; see protocol.md.",
+                ),
+            ),
+            ("version", Value::from(PROTOCOL_VERSION.to_string())),
+            ("methods", Value::Object(self.method_map.clone())),
+            ("notifications", Value::Object(self.notification_map.clone())),
+            ("errors", self.errors.clone()),
+            ("$defs", Value::Object(self.defs.clone())),
+        ]
+    }
+
     /// The whole schema document.
     pub fn document(&self) -> Value {
-        json!({
-            "$schema": META_SCHEMA,
-            "title": format!("rein protocol {PROTOCOL_VERSION}"),
-            "description": "JSON-RPC 2.0 methods, notifications, errors and types of the rein \
-                            daemon. Generated from the rein-protocol crate; see protocol.md.",
-            "version": PROTOCOL_VERSION.to_string(),
-            "methods": self.method_map,
-            "notifications": self.notification_map,
-            "errors": self.errors,
-            "$defs": self.defs,
-        })
+        let members = self.members().into_iter().map(|(key, value)| (key.to_string(), value));
+        Value::Object(members.collect())
     }
 
     /// Every type's schema, by name.
@@ -116,16 +127,51 @@ impl Reference {
         self.notification_map.get(name).map_or(&NULL, |entry| &entry["params"])
     }
 
-    /// The document pretty-printed, with a trailing newline.
+    /// The document pretty-printed with two-space indentation and a trailing newline; the
+    /// top-level members come in a fixed reading order (metadata, methods, notifications,
+    /// errors, types), everything below them sorted by key.
     pub fn schema_document_text(&self) -> Result<String, DocsError> {
-        let mut text = serde_json::to_string_pretty(&self.document()).map_err(|source| {
-            DocsError::Serialize { what: "the schema document".into(), source }
-        })?;
-        text.push('\n');
-        Ok(text)
+        let mut parts = Vec::new();
+        for (key, value) in self.members() {
+            let value = serde_json::to_string_pretty(&value).map_err(|source| {
+                DocsError::Serialize { what: format!("the schema document's {key}"), source }
+            })?;
+            // Pretty JSON has no raw newlines inside strings, so indenting by line is safe.
+            parts.push(format!("  {}: {}", Value::from(key), value.replace('\n', "\n  ")));
+        }
+        Ok(format!("{{\n{}\n}}\n", parts.join(",\n")))
     }
 }
 
 fn schema_value(payload: &Payload, generator: &mut SchemaGenerator) -> Value {
     payload.schema(generator).to_value()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_text_is_the_document_in_reading_order() {
+        let reference = Reference::build();
+        let text = reference.schema_document_text().unwrap();
+        let parsed: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(parsed, reference.document());
+        assert!(text.starts_with("{\n  \"$schema\": "), "{}", &text[..40]);
+        assert!(text.ends_with("}\n"));
+        let methods = text.find("\n  \"methods\": ").unwrap();
+        let defs = text.find("\n  \"$defs\": ").unwrap();
+        assert!(methods < defs);
+    }
+
+    #[test]
+    fn every_method_has_its_errors_and_schemas() {
+        let reference = Reference::build();
+        for doc in &reference.methods {
+            let (params, result) = reference.method_schemas(doc.name);
+            assert!(params.is_object(), "{}", doc.name);
+            assert!(result.is_object(), "{}", doc.name);
+        }
+        assert!(reference.method_schemas("no/such").0.is_null());
+    }
 }
