@@ -7,6 +7,7 @@
 //! the methods themselves ([`methods`]).
 
 pub mod daemon;
+pub mod hub;
 pub mod logging;
 pub mod methods;
 pub mod rpc_error;

@@ -1,0 +1,253 @@
+//! One session's event stream: seq numbering, the bounded replay buffer, and subscribers with
+//! bounded queues.
+//!
+//! Every event gets the next `seq` and goes into a ring buffer of the last `capacity` events.
+//! A subscriber that names an `after_seq` first receives the buffered events after it, then
+//! the live ones, with no gap and no duplicate: the replay and the registration happen under
+//! one lock, the same lock `publish` takes. Delivery never waits: each subscriber has a
+//! bounded queue, and one that is full when an event comes is sent a final `lagged` notice
+//! (its queue keeps one slot free for it) and dropped, so a stuck client can never slow the
+//! session or the other clients.
+
+use rein_protocol::event::{EventEnvelope, SessionEvent, SubscriptionItem};
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+use tokio::sync::mpsc;
+
+/// Receives one subscriber's items.
+pub type SubscriberReceiver = mpsc::Receiver<SubscriptionItem>;
+
+#[derive(Debug)]
+struct Subscriber {
+    sender: mpsc::Sender<SubscriptionItem>,
+    last_delivered: u64,
+}
+
+#[derive(Debug)]
+struct Inner {
+    buffer: VecDeque<Arc<EventEnvelope>>,
+    next_seq: u64,
+    subscribers: Vec<Subscriber>,
+}
+
+/// The event stream of one session.
+#[derive(Debug)]
+pub struct EventLog {
+    session_id: String,
+    capacity: usize,
+    queue_size: usize,
+    inner: Mutex<Inner>,
+}
+
+impl EventLog {
+    /// A log keeping the last `capacity` events, giving each subscriber a queue of
+    /// `queue_size` items. The first event gets seq 1.
+    pub fn new(session_id: impl Into<String>, capacity: usize, queue_size: usize) -> Self {
+        Self {
+            session_id: session_id.into(),
+            capacity: capacity.max(1),
+            queue_size: queue_size.max(2),
+            inner: Mutex::new(Inner {
+                buffer: VecDeque::new(),
+                next_seq: 1,
+                subscribers: Vec::new(),
+            }),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        // A poisoned lock only means a panic elsewhere while holding it; the data stays usable.
+        self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// The seq of the last event published (0 before any).
+    pub fn last_seq(&self) -> u64 {
+        self.lock().next_seq - 1
+    }
+
+    /// Subscribers attached now.
+    pub fn subscriber_count(&self) -> usize {
+        self.lock().subscribers.len()
+    }
+
+    /// Numbers the event, buffers it and delivers it to every subscriber; returns its seq.
+    pub fn publish(&self, event: SessionEvent, timestamp: i64) -> u64 {
+        let mut inner = self.lock();
+        let seq = inner.next_seq;
+        inner.next_seq += 1;
+        let envelope =
+            Arc::new(EventEnvelope { session_id: self.session_id.clone(), seq, timestamp, event });
+        if inner.buffer.len() == self.capacity {
+            inner.buffer.pop_front();
+        }
+        inner.buffer.push_back(envelope.clone());
+        let session_id = &self.session_id;
+        inner.subscribers.retain_mut(|subscriber| deliver(subscriber, &envelope, session_id));
+        seq
+    }
+
+    /// Attaches a subscriber. With `after_seq`, buffered events after it come first; when the
+    /// buffer no longer reaches back that far, or the cursor is ahead of the stream (the
+    /// daemon restarted and numbering began again), the only item is `resync_required`.
+    pub fn subscribe(&self, after_seq: Option<u64>) -> SubscriberReceiver {
+        let (sender, receiver) = mpsc::channel(self.queue_size);
+        let mut inner = self.lock();
+        let last_seq = inner.next_seq - 1;
+        let mut subscriber = Subscriber { sender, last_delivered: last_seq };
+        if let Some(after) = after_seq.filter(|after| *after != last_seq) {
+            let oldest = inner.buffer.front().map(|e| e.seq).unwrap_or(last_seq + 1);
+            if after + 1 < oldest || after > last_seq {
+                let _ = subscriber.sender.try_send(SubscriptionItem::ResyncRequired {
+                    session_id: self.session_id.clone(),
+                    oldest_buffered_seq: oldest,
+                });
+                return receiver;
+            }
+            subscriber.last_delivered = after;
+            let missed: Vec<_> = inner.buffer.iter().filter(|e| e.seq > after).cloned().collect();
+            for envelope in missed {
+                if !deliver(&mut subscriber, &envelope, &self.session_id) {
+                    return receiver;
+                }
+            }
+        }
+        inner.subscribers.push(subscriber);
+        receiver
+    }
+}
+
+/// Tries to hand one event to a subscriber; false when the subscriber is gone or lagged (it is
+/// then dropped).
+fn deliver(subscriber: &mut Subscriber, envelope: &Arc<EventEnvelope>, session_id: &str) -> bool {
+    if subscriber.sender.is_closed() {
+        return false;
+    }
+    // Keep the last slot for the lagged notice.
+    if subscriber.sender.capacity() <= 1 {
+        let _ = subscriber.sender.try_send(SubscriptionItem::Lagged {
+            session_id: session_id.to_string(),
+            last_delivered_seq: subscriber.last_delivered,
+        });
+        return false;
+    }
+    match subscriber.sender.try_send(SubscriptionItem::Event(EventEnvelope::clone(envelope))) {
+        Ok(()) => {
+            subscriber.last_delivered = envelope.seq;
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn turn(n: u32) -> SessionEvent {
+        SessionEvent::TurnStart { turn: n }
+    }
+
+    fn drain(receiver: &mut SubscriberReceiver) -> Vec<SubscriptionItem> {
+        let mut items = Vec::new();
+        while let Ok(item) = receiver.try_recv() {
+            items.push(item);
+        }
+        items
+    }
+
+    fn seqs(items: &[SubscriptionItem]) -> Vec<u64> {
+        items
+            .iter()
+            .filter_map(|item| match item {
+                SubscriptionItem::Event(e) => Some(e.seq),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn seq_starts_at_one_and_increases_by_one() {
+        let log = EventLog::new("s", 8, 8);
+        assert_eq!(log.last_seq(), 0);
+        assert_eq!(log.publish(turn(1), 0), 1);
+        assert_eq!(log.publish(turn(2), 0), 2);
+        assert_eq!(log.last_seq(), 2);
+    }
+
+    #[test]
+    fn live_subscriber_gets_only_new_events() {
+        let log = EventLog::new("s", 8, 8);
+        log.publish(turn(1), 0);
+        let mut rx = log.subscribe(None);
+        log.publish(turn(2), 0);
+        assert_eq!(seqs(&drain(&mut rx)), vec![2]);
+    }
+
+    #[test]
+    fn reconnect_with_last_seq_replays_without_gap_or_duplicate() {
+        let log = EventLog::new("s", 8, 16);
+        for n in 1..=5 {
+            log.publish(turn(n), 0);
+        }
+        let mut rx = log.subscribe(Some(2));
+        log.publish(turn(6), 0);
+        assert_eq!(seqs(&drain(&mut rx)), vec![3, 4, 5, 6]);
+        // Up to date already: only live events.
+        let mut rx = log.subscribe(Some(6));
+        log.publish(turn(7), 0);
+        assert_eq!(seqs(&drain(&mut rx)), vec![7]);
+    }
+
+    #[test]
+    fn too_old_a_cursor_is_told_to_resync() {
+        let log = EventLog::new("s", 3, 8);
+        for n in 1..=6 {
+            log.publish(turn(n), 0);
+        }
+        let mut rx = log.subscribe(Some(1));
+        let items = drain(&mut rx);
+        assert_eq!(
+            items,
+            vec![SubscriptionItem::ResyncRequired {
+                session_id: "s".into(),
+                oldest_buffered_seq: 4
+            }]
+        );
+        assert_eq!(log.subscriber_count(), 0);
+        // A cursor from before a daemon restart is ahead of the stream.
+        let mut rx = log.subscribe(Some(99));
+        assert!(matches!(drain(&mut rx)[..], [SubscriptionItem::ResyncRequired { .. }]));
+        // Exactly at the edge still works: events 4..6 are buffered.
+        let mut rx = log.subscribe(Some(3));
+        assert_eq!(seqs(&drain(&mut rx)), vec![4, 5, 6]);
+    }
+
+    #[test]
+    fn a_stuck_subscriber_is_lagged_and_dropped_while_others_get_everything() {
+        let log = EventLog::new("s", 100, 4);
+        let mut stuck = log.subscribe(None);
+        let mut healthy = log.subscribe(None);
+        let mut seen = Vec::new();
+        for n in 1..=10 {
+            log.publish(turn(n), 0);
+            seen.extend(seqs(&drain(&mut healthy)));
+        }
+        assert_eq!(seen, (1..=10).collect::<Vec<_>>());
+        let items = drain(&mut stuck);
+        assert_eq!(seqs(&items), vec![1, 2, 3]);
+        assert_eq!(
+            items.last(),
+            Some(&SubscriptionItem::Lagged { session_id: "s".into(), last_delivered_seq: 3 })
+        );
+        assert_eq!(log.subscriber_count(), 1);
+    }
+
+    #[test]
+    fn closed_subscribers_are_dropped() {
+        let log = EventLog::new("s", 8, 8);
+        let rx = log.subscribe(None);
+        drop(rx);
+        log.publish(turn(1), 0);
+        assert_eq!(log.subscriber_count(), 0);
+    }
+}
