@@ -13,3 +13,6 @@ pub mod paths;
 
 pub use file_locks::{FileLockGuard, FileLocks};
 pub use file_tracker::{FileChanged, FileStamp, FileTracker};
+pub mod tools;
+
+pub use tools::{BashSettings, ToolContext, coding_tools};

@@ -1,0 +1,589 @@
+//! `bash`: run a shell command in the session's directory, streaming its output.
+//!
+//! The command runs in a process group of its own, so a timeout or a cancellation kills it
+//! together with everything it started (pipelines, background jobs, grandchildren). Standard
+//! output and standard error share one pipe, so their lines arrive in the order they were
+//! written. [`run_command`] is public so the host can reuse it for user shell commands.
+
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use futures::future::BoxFuture;
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use rein_agent::{ExecutionMode, Tool, ToolInvocation, ToolOutput};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::AsyncReadExt;
+use tokio_util::sync::CancellationToken;
+
+use super::capture::{CapturedOutput, OutputCapture, Utf8Chunks};
+use super::{ToolContext, parse_arguments};
+
+/// How long output is still collected after the shell exited, while something it left in the
+/// background keeps the pipe open.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(200);
+/// How long output is collected after the process group was killed.
+const DRAIN_AFTER_KILL: Duration = Duration::from_millis(500);
+/// The longest timeout a call may ask for.
+const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
+
+const DESCRIPTION: &str = "Run a shell command in the working directory and return its \
+output (stdout and stderr merged, in order). Output streams live; the result keeps the last \
+2000 lines or 50 KB, and when it is cut, the full output is saved to a file whose path is \
+given. Standard input is empty. Times out after 120 s unless timeout (seconds) says otherwise. \
+A non-zero exit status is reported as an error, with the output.";
+
+const GUIDANCE: &str = "Use bash to build, test, run programs, use git and inspect the \
+system. Prefer read, grep, find and ls for looking at files, and edit or write for changing \
+them. Commands cannot be interactive: pass flags that avoid prompts and pagers. Give \
+long-running commands a larger timeout; do not start servers that never exit without `&` and \
+a way to stop them.";
+
+/// What to run, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandRequest {
+    /// The command line, passed to the shell with `-c`.
+    pub command: String,
+    /// The directory it runs in.
+    pub cwd: PathBuf,
+    /// The shell; `None` picks `bash` when installed, else `sh`.
+    pub shell: Option<PathBuf>,
+    /// When to kill it.
+    pub timeout: Duration,
+    /// Where the full output goes when it is too long to keep in memory.
+    pub output_dir: PathBuf,
+}
+
+/// How a command ended and what it printed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommandOutcome {
+    /// The end of the output, within the result caps.
+    pub output: String,
+    /// True when `output` is not everything the command printed.
+    pub truncated: bool,
+    /// Lines in `output`.
+    pub shown_lines: usize,
+    /// Bytes the command printed.
+    pub total_bytes: u64,
+    /// Lines the command printed.
+    pub total_lines: u64,
+    /// The file holding the whole output, when it was cut.
+    pub full_output_path: Option<PathBuf>,
+    /// The exit code, when the shell exited normally.
+    pub exit_code: Option<i32>,
+    /// The signal that ended the shell, if one did.
+    pub signal: Option<i32>,
+    /// How long it ran.
+    pub duration: Duration,
+    /// True when the timeout killed it.
+    pub timed_out: bool,
+    /// True when a cancellation killed it.
+    pub cancelled: bool,
+}
+
+impl CommandOutcome {
+    /// True when the command ran to the end and exited with status 0.
+    pub fn succeeded(&self) -> bool {
+        self.exit_code == Some(0) && !self.timed_out && !self.cancelled
+    }
+}
+
+/// Runs `request`, handing each chunk of output to `on_output` as it arrives. Cancelling
+/// `cancel`, reaching the timeout, or dropping the returned future kills the command's whole
+/// process group. Errors are failures to start the command at all.
+pub async fn run_command(
+    request: &CommandRequest,
+    mut on_output: impl FnMut(&str),
+    cancel: &CancellationToken,
+) -> std::io::Result<CommandOutcome> {
+    if !request.cwd.is_dir() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            format!("working directory {} does not exist", request.cwd.display()),
+        ));
+    }
+    let (reader, writer) = std::io::pipe()?;
+    let shell = request.shell.clone().unwrap_or_else(|| default_shell().to_path_buf());
+    let mut command = tokio::process::Command::new(&shell);
+    command
+        .arg("-c")
+        .arg(&request.command)
+        .current_dir(&request.cwd)
+        .stdin(Stdio::null())
+        .stdout(writer.try_clone()?)
+        .stderr(writer)
+        .env("PAGER", "cat")
+        .env("GIT_PAGER", "cat")
+        .env("GIT_TERMINAL_PROMPT", "0")
+        .process_group(0)
+        .kill_on_drop(true);
+    let started = Instant::now();
+    let mut child = command.spawn()?;
+    // The command holds the parent's copies of the pipe's write end; without dropping it the
+    // pipe would never report end of file.
+    drop(command);
+    let mut group = GroupKiller::new(child.id());
+    let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
+
+    let mut capture = OutputCapture::new(&request.output_dir);
+    let mut chunks = Utf8Chunks::default();
+    let mut buffer = vec![0u8; 16 * 1024];
+    let deadline = tokio::time::sleep(request.timeout.min(MAX_TIMEOUT));
+    tokio::pin!(deadline);
+    let mut status: Option<ExitStatus> = None;
+    let mut end_of_output = false;
+    let mut killed = Killed::No;
+    while !(end_of_output && status.is_some()) {
+        tokio::select! {
+            read = pipe.read(&mut buffer), if !end_of_output => match read {
+                Ok(0) => end_of_output = true,
+                Ok(n) => {
+                    capture.push(&buffer[..n]);
+                    let text = chunks.push(&buffer[..n]);
+                    if !text.is_empty() {
+                        on_output(&text);
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "reading command output failed");
+                    end_of_output = true;
+                }
+            },
+            waited = child.wait(), if status.is_none() => status = Some(waited?),
+            () = &mut deadline => { killed = Killed::Timeout; break; }
+            () = cancel.cancelled() => { killed = Killed::Cancel; break; }
+            () = tokio::time::sleep(DRAIN_AFTER_EXIT), if status.is_some() => break,
+        }
+    }
+
+    if killed == Killed::No {
+        // Whatever the command left running in the background may go on.
+        group.disarm();
+    } else {
+        group.kill();
+        status = Some(child.wait().await?);
+        let drain = async {
+            while let Ok(n) = pipe.read(&mut buffer).await {
+                if n == 0 {
+                    break;
+                }
+                capture.push(&buffer[..n]);
+                let text = chunks.push(&buffer[..n]);
+                if !text.is_empty() {
+                    on_output(&text);
+                }
+            }
+        };
+        let _ = tokio::time::timeout(DRAIN_AFTER_KILL, drain).await;
+    }
+
+    let duration = started.elapsed();
+    let CapturedOutput { text, truncated, shown_lines, total_bytes, total_lines, full_output } =
+        capture.finish();
+    let (exit_code, signal) = match status {
+        Some(status) => {
+            use std::os::unix::process::ExitStatusExt;
+            (status.code(), status.signal())
+        }
+        None => (None, None),
+    };
+    Ok(CommandOutcome {
+        output: text,
+        truncated,
+        shown_lines,
+        total_bytes,
+        total_lines,
+        full_output_path: full_output,
+        exit_code,
+        signal,
+        duration,
+        timed_out: killed == Killed::Timeout,
+        cancelled: killed == Killed::Cancel,
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Killed {
+    No,
+    Timeout,
+    Cancel,
+}
+
+/// Kills a process group when told to, or when dropped while still armed (the future running
+/// the command was dropped).
+struct GroupKiller {
+    group: Option<Pid>,
+}
+
+impl GroupKiller {
+    fn new(leader: Option<u32>) -> Self {
+        let group = leader.and_then(|pid| i32::try_from(pid).ok()).map(Pid::from_raw);
+        Self { group }
+    }
+
+    fn kill(&mut self) {
+        if let Some(group) = self.group.take()
+            && let Err(err) = killpg(group, Signal::SIGKILL)
+        {
+            tracing::debug!(group = group.as_raw(), error = %err, "killing process group");
+        }
+    }
+
+    fn disarm(&mut self) {
+        self.group = None;
+    }
+}
+
+impl Drop for GroupKiller {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// `bash` when it is installed, else `sh`.
+fn default_shell() -> &'static Path {
+    static SHELL: OnceLock<PathBuf> = OnceLock::new();
+    SHELL.get_or_init(|| {
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        std::env::split_paths(&path)
+            .map(|dir| dir.join("bash"))
+            .find(|candidate| candidate.is_file())
+            .unwrap_or_else(|| PathBuf::from("sh"))
+    })
+}
+
+/// The `bash` tool.
+pub struct BashTool {
+    ctx: Arc<ToolContext>,
+}
+
+impl BashTool {
+    /// A `bash` tool for one session.
+    pub fn new(ctx: Arc<ToolContext>) -> Self {
+        Self { ctx }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Arguments {
+    command: String,
+    timeout: Option<f64>,
+}
+
+impl Tool for BashTool {
+    fn name(&self) -> &str {
+        "bash"
+    }
+
+    fn description(&self) -> &str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {
+                    "type": "string",
+                    "description": "The command line to run (with bash -c, or sh -c without bash)."
+                },
+                "timeout": {
+                    "type": "number",
+                    "exclusiveMinimum": 0,
+                    "description": "Seconds before the command is killed (default 120)."
+                }
+            },
+            "required": ["command"],
+            "additionalProperties": false
+        })
+    }
+
+    fn guidance(&self) -> Option<&str> {
+        Some(GUIDANCE)
+    }
+
+    fn mode(&self) -> ExecutionMode {
+        ExecutionMode::Sequential
+    }
+
+    fn execute(&self, invocation: ToolInvocation) -> BoxFuture<'_, ToolOutput> {
+        Box::pin(async move {
+            let args: Arguments = match parse_arguments(self.name(), &invocation.arguments) {
+                Ok(args) => args,
+                Err(output) => return output,
+            };
+            let timeout = match args.timeout {
+                None => self.ctx.bash.default_timeout,
+                Some(seconds) if seconds.is_finite() && seconds > 0.0 => {
+                    Duration::from_secs_f64(seconds.min(MAX_TIMEOUT.as_secs_f64()))
+                }
+                Some(seconds) => {
+                    return ToolOutput::error(format!(
+                        "timeout must be a positive number of seconds, not {seconds}"
+                    ));
+                }
+            };
+            if args.command.trim().is_empty() {
+                return ToolOutput::error("command is empty");
+            }
+            let request = CommandRequest {
+                command: args.command,
+                cwd: self.ctx.cwd.clone(),
+                shell: self.ctx.bash.shell.clone(),
+                timeout,
+                output_dir: self.ctx.output_dir.clone(),
+            };
+            let updates = invocation.updates.clone();
+            match run_command(&request, |chunk| updates.text(chunk), &invocation.cancel).await {
+                Ok(outcome) => result(&outcome, timeout),
+                Err(err) => ToolOutput::error(format!("Cannot run the command: {err}")),
+            }
+        })
+    }
+}
+
+/// The tool result for a finished command.
+fn result(outcome: &CommandOutcome, timeout: Duration) -> ToolOutput {
+    let mut text =
+        if outcome.output.is_empty() { "(no output)".to_string() } else { outcome.output.clone() };
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    let mut notes = Vec::new();
+    if let Some(path) = &outcome.full_output_path {
+        notes.push(format!(
+            "[Output truncated: showing the last {} of {} lines ({} of {} bytes). Full output: \
+             {}]",
+            outcome.shown_lines,
+            outcome.total_lines,
+            outcome.output.len(),
+            outcome.total_bytes,
+            path.display()
+        ));
+    }
+    if outcome.timed_out {
+        notes.push(format!(
+            "[Timed out after {} s; the command and its child processes were killed]",
+            timeout.as_secs_f64()
+        ));
+    } else if outcome.cancelled {
+        notes.push("[Cancelled; the command and its child processes were killed]".to_string());
+    } else if let Some(signal) = outcome.signal {
+        notes.push(format!("[Killed by signal {signal}]"));
+    } else if let Some(code) = outcome.exit_code.filter(|&code| code != 0) {
+        notes.push(format!("[Exit code {code}]"));
+    }
+    for note in notes {
+        text.push('\n');
+        text.push_str(&note);
+    }
+    let details = json!({
+        "exitCode": outcome.exit_code,
+        "signal": outcome.signal,
+        "durationMs": u64::try_from(outcome.duration.as_millis()).unwrap_or(u64::MAX),
+        "truncated": outcome.truncated,
+        "fullOutputPath": outcome.full_output_path.as_ref().map(|p| p.display().to_string()),
+        "totalBytes": outcome.total_bytes,
+        "totalLines": outcome.total_lines,
+        "timedOut": outcome.timed_out,
+        "cancelled": outcome.cancelled,
+    });
+    let output = ToolOutput::text(text.trim_end().to_string()).with_details(details);
+    ToolOutput { is_error: !outcome.succeeded(), ..output }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+    use rein_agent::ToolUpdateSink;
+
+    /// Waits (without a deadline of its own; the test harness bounds it) until `path` holds a
+    /// process id.
+    async fn wait_for_pid(path: &Path) -> i32 {
+        loop {
+            if let Ok(text) = std::fs::read_to_string(path)
+                && let Ok(pid) = text.trim().parse()
+            {
+                return pid;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// True while `pid` is a live process (a zombie waiting to be reaped counts as gone).
+    fn alive(pid: i32) -> bool {
+        if nix::sys::signal::kill(Pid::from_raw(pid), None).is_err() {
+            return false;
+        }
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Ok(stat) => !stat.rsplit(')').next().unwrap_or("").trim_start().starts_with('Z'),
+            Err(_) => false,
+        }
+    }
+
+    async fn wait_until_gone(pid: i32) {
+        for _ in 0..500 {
+            if !alive(pid) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("process {pid} is still running");
+    }
+
+    #[tokio::test]
+    async fn output_is_merged_and_exit_status_reported() {
+        let f = Fixture::new();
+        let out = f.call("bash", json!({"command": "echo out; echo err >&2; echo done"})).await;
+        assert!(!out.is_error, "{out:?}");
+        assert_eq!(text(&out), "out\nerr\ndone");
+        let details = out.details.unwrap();
+        assert_eq!(details["exitCode"], 0);
+        assert_eq!(details["truncated"], false);
+        assert!(details["durationMs"].is_u64());
+
+        let out = f.call("bash", json!({"command": "echo failing; exit 3"})).await;
+        assert!(out.is_error);
+        assert_eq!(text(&out), "failing\n\n[Exit code 3]");
+        assert_eq!(out.details.unwrap()["exitCode"], 3);
+    }
+
+    #[tokio::test]
+    async fn runs_in_the_cwd_with_empty_stdin() {
+        let f = Fixture::new();
+        f.write("marker.txt", "here");
+        let out = f.call("bash", json!({"command": "cat marker.txt; cat; echo end"})).await;
+        assert_eq!(text(&out), "hereend");
+        let out = f.call("bash", json!({"command": "true"})).await;
+        assert_eq!(text(&out), "(no output)");
+    }
+
+    #[tokio::test]
+    async fn output_streams_as_updates() {
+        let f = Fixture::new();
+        let (updates, mut rx) = ToolUpdateSink::channel();
+        let args = json!({"command": "echo one; echo two"});
+        let out = f.tool("bash").execute(invocation(args, updates, CancellationToken::new())).await;
+        assert!(!out.is_error);
+        let mut streamed = String::new();
+        while let Ok(blocks) = rx.try_recv() {
+            streamed.extend(blocks.iter().filter_map(|b| b.as_text().map(str::to_string)));
+        }
+        assert_eq!(streamed, "one\ntwo\n");
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_whole_group() {
+        let f = Fixture::new();
+        let pidfile = f.path("pid");
+        let command = "sleep 300 & echo $! > pid; echo started; wait";
+        let out = f.call("bash", json!({"command": command, "timeout": 0.5})).await;
+        assert!(out.is_error);
+        let text = text(&out);
+        assert!(text.starts_with("started\n"), "{text}");
+        assert!(text.contains("[Timed out after 0.5 s"), "{text}");
+        assert_eq!(out.details.unwrap()["timedOut"], true);
+        let pid: i32 = std::fs::read_to_string(pidfile).unwrap().trim().parse().unwrap();
+        wait_until_gone(pid).await;
+    }
+
+    #[tokio::test]
+    async fn cancel_kills_a_grandchild() {
+        let f = Fixture::new();
+        let tool = f.tool("bash");
+        let cancel = CancellationToken::new();
+        let (updates, _rx) = ToolUpdateSink::channel();
+        let args = json!({"command": "sleep 300 & echo $! > pid; wait"});
+        let call = tokio::spawn({
+            let cancel = cancel.clone();
+            async move { tool.execute(invocation(args, updates, cancel)).await }
+        });
+        let pid = wait_for_pid(&f.path("pid")).await;
+        assert!(alive(pid));
+        cancel.cancel();
+        let out = call.await.unwrap();
+        assert!(out.is_error);
+        assert!(text(&out).contains("[Cancelled"), "{}", text(&out));
+        assert_eq!(out.details.unwrap()["cancelled"], true);
+        wait_until_gone(pid).await;
+    }
+
+    #[tokio::test]
+    async fn dropping_the_call_kills_the_group() {
+        let f = Fixture::new();
+        let tool = f.tool("bash");
+        let (updates, _rx) = ToolUpdateSink::channel();
+        let args = json!({"command": "sleep 300 & echo $! > pid; wait"});
+        let call = tokio::spawn(async move {
+            tool.execute(invocation(args, updates, Default::default())).await
+        });
+        let pid = wait_for_pid(&f.path("pid")).await;
+        call.abort();
+        let _ = call.await;
+        wait_until_gone(pid).await;
+    }
+
+    #[tokio::test]
+    async fn long_output_is_cut_and_saved_in_full() {
+        let f = Fixture::new();
+        let out = f.call("bash", json!({"command": "seq 1 100000"})).await;
+        assert!(!out.is_error);
+        let details = out.details.clone().unwrap();
+        assert_eq!(details["truncated"], true);
+        assert_eq!(details["totalLines"], 100_000);
+        let text = text(&out);
+        assert!(text.starts_with("98001\n"), "{}", &text[..20]);
+        assert!(text.contains("100000\n\n[Output truncated: showing the last 2000 of 100000"));
+        let path = details["fullOutputPath"].as_str().unwrap();
+        assert!(text.contains(path));
+        assert!(path.starts_with(f.ctx.output_dir.to_str().unwrap()));
+        let full = std::fs::read_to_string(path).unwrap();
+        let expected: String = (1..=100_000).map(|i| format!("{i}\n")).collect();
+        assert_eq!(full, expected);
+    }
+
+    #[tokio::test]
+    async fn invalid_calls() {
+        let f = Fixture::new();
+        let out = f.call("bash", json!({"command": "true", "timeout": 0})).await;
+        assert!(out.is_error && text(&out).contains("timeout must be"));
+        let out = f.call("bash", json!({"command": "  "})).await;
+        assert!(out.is_error && text(&out).contains("empty"));
+        let mut ctx = f.ctx.clone();
+        ctx.cwd = f.path("missing");
+        let tool = super::super::coding_tools(ctx).into_iter().find(|t| t.name() == "bash");
+        let (updates, _rx) = ToolUpdateSink::channel();
+        let out = tool
+            .unwrap()
+            .execute(invocation(json!({"command": "true"}), updates, Default::default()))
+            .await;
+        assert!(out.is_error && text(&out).contains("does not exist"), "{out:?}");
+    }
+
+    #[tokio::test]
+    async fn run_command_is_usable_on_its_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let request = CommandRequest {
+            command: "printf 'a\\nb'; exit 7".into(),
+            cwd: dir.path().to_path_buf(),
+            shell: Some(PathBuf::from("sh")),
+            timeout: Duration::from_secs(30),
+            output_dir: dir.path().join("out"),
+        };
+        let mut seen = String::new();
+        let outcome =
+            run_command(&request, |chunk| seen.push_str(chunk), &CancellationToken::new())
+                .await
+                .unwrap();
+        assert_eq!(seen, "a\nb");
+        assert_eq!(outcome.output, "a\nb");
+        assert_eq!(outcome.exit_code, Some(7));
+        assert!(!outcome.succeeded());
+        assert_eq!(outcome.total_lines, 2);
+    }
+}

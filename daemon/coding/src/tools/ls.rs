@@ -1,0 +1,172 @@
+//! `ls`: the entries of one directory.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use rein_agent::{ExecutionMode, Tool, ToolInvocation, ToolOutput};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::walk::walker;
+use super::{ToolContext, blocking, parse_arguments};
+use crate::paths;
+
+/// Entries returned when the call gives no limit.
+const DEFAULT_LIMIT: usize = 500;
+
+const DESCRIPTION: &str = "List a directory's entries, sorted by name, directories marked \
+with a trailing `/`. Hidden entries are included; entries ignored by .gitignore and .git are \
+left out. Returns at most limit entries (default 500).";
+
+const GUIDANCE: &str = "Use ls to get oriented in a directory; use find to search a whole \
+tree by name.";
+
+/// The `ls` tool.
+pub struct LsTool {
+    ctx: Arc<ToolContext>,
+}
+
+impl LsTool {
+    /// An `ls` tool for one session.
+    pub fn new(ctx: Arc<ToolContext>) -> Self {
+        Self { ctx }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+struct Arguments {
+    path: Option<String>,
+    limit: Option<usize>,
+}
+
+impl Tool for LsTool {
+    fn name(&self) -> &str {
+        "ls"
+    }
+
+    fn description(&self) -> &str {
+        DESCRIPTION
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "Directory to list (default: the working directory)."
+                },
+                "limit": {
+                    "type": "integer",
+                    "minimum": 1,
+                    "description": "Most entries to return (default 500)."
+                }
+            },
+            "additionalProperties": false
+        })
+    }
+
+    fn guidance(&self) -> Option<&str> {
+        Some(GUIDANCE)
+    }
+
+    fn mode(&self) -> ExecutionMode {
+        ExecutionMode::Parallel
+    }
+
+    fn execute(&self, invocation: ToolInvocation) -> BoxFuture<'_, ToolOutput> {
+        Box::pin(async move {
+            let args: Arguments = match parse_arguments(self.name(), &invocation.arguments) {
+                Ok(args) => args,
+                Err(output) => return output,
+            };
+            let ctx = self.ctx.clone();
+            blocking("ls", move || list(&ctx, &args)).await
+        })
+    }
+}
+
+fn list(ctx: &ToolContext, args: &Arguments) -> ToolOutput {
+    let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
+    if limit == 0 {
+        return ToolOutput::error("limit must be at least 1");
+    }
+    let dir = paths::resolve(&ctx.cwd, args.path.as_deref().unwrap_or("."));
+    let shown = paths::display(&ctx.cwd, &dir);
+    match std::fs::metadata(&dir) {
+        Ok(meta) if meta.is_dir() => {}
+        Ok(_) => return ToolOutput::error(format!("Not a directory: {shown}; use read for files")),
+        Err(err) => return ToolOutput::error(format!("Cannot list {shown}: {err}")),
+    }
+    let mut entries: Vec<String> = walker(&dir)
+        .max_depth(Some(1))
+        .build()
+        .filter_map(Result::ok)
+        .filter(|entry| entry.depth() == 1)
+        .map(|entry| {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type().is_some_and(|t| t.is_dir()) { format!("{name}/") } else { name }
+        })
+        .collect();
+    entries.sort_by(|a, b| a.to_lowercase().cmp(&b.to_lowercase()).then_with(|| a.cmp(b)));
+    let total = entries.len();
+    let details = json!({ "path": shown, "entries": total, "truncated": total > limit });
+    if entries.is_empty() {
+        return ToolOutput::text(format!("{shown} is empty")).with_details(details);
+    }
+    entries.truncate(limit);
+    let mut text = entries.join("\n");
+    if total > limit {
+        text.push_str(&format!(
+            "\n\n[Showing {limit} of {total} entries; raise limit to see more]"
+        ));
+    }
+    ToolOutput::text(text).with_details(details)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_support::*;
+    use super::*;
+
+    #[tokio::test]
+    async fn lists_sorted_with_directories_marked_and_ignored_entries_left_out() {
+        let f = Fixture::new();
+        f.write(".gitignore", "build/\nsecret.txt\n");
+        f.write("b.txt", "");
+        f.write("A.md", "");
+        f.write("src/lib.rs", "");
+        f.write("build/out", "");
+        f.write("secret.txt", "");
+        std::fs::create_dir(f.path(".git")).unwrap();
+        let out = f.call("ls", json!({})).await;
+        assert!(!out.is_error, "{out:?}");
+        assert_eq!(text(&out), ".gitignore\nA.md\nb.txt\nsrc/");
+        let out = f.call("ls", json!({"path": "src"})).await;
+        assert_eq!(text(&out), "lib.rs");
+    }
+
+    #[tokio::test]
+    async fn caps_the_listing() {
+        let f = Fixture::new();
+        for i in 0..5 {
+            f.write(&format!("f{i}"), "");
+        }
+        let out = f.call("ls", json!({"limit": 2})).await;
+        assert_eq!(text(&out), "f0\nf1\n\n[Showing 2 of 5 entries; raise limit to see more]");
+        assert_eq!(out.details.unwrap()["truncated"], true);
+    }
+
+    #[tokio::test]
+    async fn files_missing_paths_and_empty_directories() {
+        let f = Fixture::new();
+        f.write("file.txt", "");
+        std::fs::create_dir(f.path("empty")).unwrap();
+        let out = f.call("ls", json!({"path": "file.txt"})).await;
+        assert!(out.is_error && text(&out).contains("Not a directory"));
+        let out = f.call("ls", json!({"path": "missing"})).await;
+        assert!(out.is_error && text(&out).contains("Cannot list missing"));
+        let out = f.call("ls", json!({"path": "empty"})).await;
+        assert_eq!(text(&out), "empty is empty");
+    }
+}

@@ -1,0 +1,268 @@
+//! The coding tools and what they share: the per-session context, argument parsing and the
+//! output limits.
+//!
+//! Every tool resolves paths against the session's working directory (see [`crate::paths`]),
+//! reports failures as error results the model can read, and never panics on bad input.
+
+mod bash;
+mod capture;
+mod edit;
+mod find;
+mod grep;
+mod ls;
+mod read;
+mod walk;
+mod write;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rein_agent::{Tool, ToolOutput};
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::file_locks::FileLocks;
+use crate::file_tracker::FileTracker;
+
+pub use bash::{BashTool, CommandOutcome, CommandRequest, run_command};
+pub use edit::EditTool;
+pub use find::FindTool;
+pub use grep::GrepTool;
+pub use ls::LsTool;
+pub use read::ReadTool;
+pub use write::WriteTool;
+
+/// Lines of output a tool result holds at most.
+pub const MAX_OUTPUT_LINES: usize = 2_000;
+/// Bytes of output a tool result holds at most.
+pub const MAX_OUTPUT_BYTES: usize = 50 * 1024;
+
+/// How the `bash` tool runs commands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BashSettings {
+    /// Timeout when a call gives none.
+    pub default_timeout: Duration,
+    /// The shell to run commands with (`<shell> -c <command>`). `None` picks `bash` when it is
+    /// installed, otherwise `sh`.
+    pub shell: Option<PathBuf>,
+}
+
+impl Default for BashSettings {
+    fn default() -> Self {
+        Self { default_timeout: Duration::from_secs(120), shell: None }
+    }
+}
+
+/// Everything the tools of one session need. Cheap to clone: the tracker and the locks are
+/// shared handles.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The session's working directory; relative paths resolve against it.
+    pub cwd: PathBuf,
+    /// Whether the model accepts images. When false, `read` describes an image in text instead
+    /// of returning it. The host rebuilds the tools when the model changes.
+    pub images_allowed: bool,
+    /// How `bash` runs commands.
+    pub bash: BashSettings,
+    /// This session's record of what the model has seen of each file.
+    pub files: FileTracker,
+    /// The daemon-wide per-file locks.
+    pub locks: FileLocks,
+    /// Where `bash` puts the full output of commands whose output was cut.
+    pub output_dir: PathBuf,
+}
+
+impl ToolContext {
+    /// A context with default bash settings, images allowed and a fresh file tracker.
+    pub fn new(cwd: impl Into<PathBuf>, locks: FileLocks, output_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            cwd: cwd.into(),
+            images_allowed: true,
+            bash: BashSettings::default(),
+            files: FileTracker::new(),
+            locks,
+            output_dir: output_dir.into(),
+        }
+    }
+}
+
+/// The full set of coding tools bound to one session's context, in the order they are
+/// presented to the model.
+pub fn coding_tools(ctx: ToolContext) -> Vec<Arc<dyn Tool>> {
+    let ctx = Arc::new(ctx);
+    vec![
+        Arc::new(ReadTool::new(ctx.clone())),
+        Arc::new(WriteTool::new(ctx.clone())),
+        Arc::new(EditTool::new(ctx.clone())),
+        Arc::new(BashTool::new(ctx.clone())),
+        Arc::new(GrepTool::new(ctx.clone())),
+        Arc::new(FindTool::new(ctx.clone())),
+        Arc::new(LsTool::new(ctx)),
+    ]
+}
+
+/// Parses a tool's arguments, turning a mismatch into an error result that names the tool.
+fn parse_arguments<T: DeserializeOwned>(tool: &str, arguments: &Value) -> Result<T, ToolOutput> {
+    serde_json::from_value(arguments.clone())
+        .map_err(|err| ToolOutput::error(format!("Invalid arguments for {tool}: {err}")))
+}
+
+/// Runs blocking work (file walks, large reads) off the async threads. A panic inside becomes
+/// an error result rather than taking the session down.
+async fn blocking<F>(tool: &str, work: F) -> ToolOutput
+where
+    F: FnOnce() -> ToolOutput + Send + 'static,
+{
+    match tokio::task::spawn_blocking(work).await {
+        Ok(output) => output,
+        Err(err) => {
+            tracing::error!(tool, error = %err, "tool worker failed");
+            ToolOutput::error(format!("{tool} failed internally: {err}"))
+        }
+    }
+}
+
+/// Cuts `line` to at most `max_chars` characters, saying how much was left out.
+fn clip_line(line: &str, max_chars: usize) -> String {
+    match line.char_indices().nth(max_chars) {
+        Some((cut, _)) => {
+            let rest = line[cut..].chars().count();
+            format!("{}... [{rest} more characters]", &line[..cut])
+        }
+        None => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod test_support {
+    //! Helpers shared by the tool tests.
+
+    use super::*;
+    use rein_agent::ToolInvocation;
+    use rein_agent::ToolUpdateSink;
+    use tokio_util::sync::CancellationToken;
+
+    /// A context over a temporary project directory.
+    pub struct Fixture {
+        pub _dir: tempfile::TempDir,
+        pub ctx: ToolContext,
+    }
+
+    impl Fixture {
+        pub fn new() -> Self {
+            let dir = tempfile::tempdir().unwrap();
+            let cwd = dir.path().canonicalize().unwrap().join("project");
+            std::fs::create_dir_all(&cwd).unwrap();
+            let output_dir = dir.path().canonicalize().unwrap().join("outputs");
+            let ctx = ToolContext::new(cwd, FileLocks::new(), output_dir);
+            Self { _dir: dir, ctx }
+        }
+
+        pub fn path(&self, relative: &str) -> PathBuf {
+            self.ctx.cwd.join(relative)
+        }
+
+        pub fn write(&self, relative: &str, content: impl AsRef<[u8]>) {
+            let path = self.path(relative);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+
+        pub fn read(&self, relative: &str) -> Vec<u8> {
+            std::fs::read(self.path(relative)).unwrap()
+        }
+
+        pub fn tool(&self, name: &str) -> Arc<dyn Tool> {
+            coding_tools(self.ctx.clone()).into_iter().find(|t| t.name() == name).unwrap()
+        }
+
+        pub async fn call(&self, name: &str, arguments: Value) -> ToolOutput {
+            let (updates, _rx) = ToolUpdateSink::channel();
+            self.tool(name).execute(invocation(arguments, updates, CancellationToken::new())).await
+        }
+    }
+
+    pub fn invocation(
+        arguments: Value,
+        updates: ToolUpdateSink,
+        cancel: CancellationToken,
+    ) -> ToolInvocation {
+        ToolInvocation { call_id: "call_1".into(), arguments, cancel, updates }
+    }
+
+    /// All text blocks of a result joined.
+    pub fn text(output: &ToolOutput) -> String {
+        output.content.iter().filter_map(|b| b.as_text()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_support::*;
+    use super::*;
+    use rein_agent::ExecutionMode;
+    use serde_json::json;
+
+    #[test]
+    fn every_tool_has_a_schema_description_and_guidance() {
+        let fixture = Fixture::new();
+        let tools = coding_tools(fixture.ctx.clone());
+        let names: Vec<&str> = tools.iter().map(|t| t.name()).collect();
+        assert_eq!(names, ["read", "write", "edit", "bash", "grep", "find", "ls"]);
+        for tool in &tools {
+            let schema = tool.parameters();
+            assert_eq!(schema["type"], "object", "{}", tool.name());
+            let properties = schema["properties"].as_object().unwrap();
+            for required in schema["required"].as_array().into_iter().flatten() {
+                assert!(properties.contains_key(required.as_str().unwrap()), "{}", tool.name());
+            }
+            for (name, property) in properties {
+                assert!(property["description"].is_string(), "{}.{name}", tool.name());
+            }
+            assert!(tool.description().len() > 40, "{}", tool.name());
+            assert!(tool.guidance().is_some(), "{}", tool.name());
+        }
+    }
+
+    #[test]
+    fn read_only_tools_run_in_parallel() {
+        let fixture = Fixture::new();
+        for tool in coding_tools(fixture.ctx.clone()) {
+            let expected = match tool.name() {
+                "read" | "grep" | "find" | "ls" => ExecutionMode::Parallel,
+                _ => ExecutionMode::Sequential,
+            };
+            assert_eq!(tool.mode(), expected, "{}", tool.name());
+        }
+    }
+
+    #[tokio::test]
+    async fn invalid_arguments_are_error_results() {
+        let fixture = Fixture::new();
+        let cases = [
+            ("read", json!({})),
+            ("read", json!({"path": 3})),
+            ("write", json!({"path": "a"})),
+            ("edit", json!({"path": "a", "edits": "x"})),
+            ("edit", json!({"path": "a", "edits": [{"old": "x"}]})),
+            ("bash", json!({"command": ["ls"]})),
+            ("bash", json!({"command": "true", "timeout": -1})),
+            ("grep", json!({"path": "."})),
+            ("find", json!({"pattern": 1})),
+            ("ls", json!({"limit": "ten"})),
+        ];
+        for (name, arguments) in cases {
+            let output = fixture.call(name, arguments.clone()).await;
+            assert!(output.is_error, "{name} {arguments}");
+            let message = text(&output);
+            assert!(!message.is_empty(), "{name} {arguments}");
+        }
+    }
+
+    #[test]
+    fn clip_line_counts_what_it_drops() {
+        assert_eq!(clip_line("abcdef", 10), "abcdef");
+        assert_eq!(clip_line("abcdef", 2), "ab... [4 more characters]");
+    }
+}
