@@ -9,10 +9,17 @@ pub mod atomic;
 pub mod edit_match;
 pub mod file_locks;
 pub mod file_tracker;
+pub mod instructions;
 pub mod paths;
+pub mod project;
+pub mod prompt;
+pub mod skills;
+pub mod tools;
+pub mod trust;
 
 pub use file_locks::{FileLockGuard, FileLocks};
 pub use file_tracker::{FileChanged, FileStamp, FileTracker};
-pub mod tools;
-
+pub use project::{ContextFingerprint, ContextSources, ProjectContext};
+pub use prompt::{BASE_PROMPT, PromptInputs, system_prompt};
 pub use tools::{BashSettings, ToolContext, coding_tools};
+pub use trust::{TrustError, TrustStore};
