@@ -57,8 +57,11 @@ pub struct ProjectContext {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContextFingerprint {
     trusted: bool,
-    files: Vec<(PathBuf, Option<(Option<SystemTime>, u64)>)>,
+    files: Vec<(PathBuf, Option<FileState>)>,
 }
+
+/// A file's modification time (when the platform has one) and size.
+type FileState = (Option<SystemTime>, u64);
 
 impl ContextSources {
     /// The project directories: the repository root (or the cwd outside a repository) and the
@@ -328,7 +331,7 @@ mod tests {
             global_skills_dir: None,
             trusted: true,
         };
-        assert_eq!(src.project_dirs(), [cwd.clone()]);
+        assert_eq!(src.project_dirs(), std::slice::from_ref(&cwd));
         let context = src.load();
         assert_eq!(context.instructions.last().map(|f| f.content.as_str()), Some("plain rules"));
     }
