@@ -1,0 +1,111 @@
+//! Host hooks: how the layer above (coding, session) takes part in a run without the loop
+//! knowing about it.
+//!
+//! Every hook is async (a boxed future), may wait as long as it likes and has a default that
+//! changes nothing, so a host implements only what it needs. Hooks run on the run's task; a
+//! hook that waits (an approval) should watch the cancel token it is given, but the loop does
+//! not rely on it: cancelling a run stops waiting on any hook at once.
+
+use futures::future::{BoxFuture, FutureExt, ready};
+use rein_protocol::message::{Message, ToolResultMessage};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// What the next provider request will carry, shown to [`AgentHooks::before_request`].
+#[derive(Debug, Clone, Copy)]
+pub struct RequestView<'a> {
+    /// The run the request belongs to.
+    pub run_id: &'a str,
+    /// The 1-based turn within the run.
+    pub turn: u32,
+    /// The system prompt in force.
+    pub system_prompt: &'a str,
+    /// The history that will be sent.
+    pub messages: &'a [Message],
+}
+
+/// Changes a host makes before a provider request. The default changes nothing.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RequestEdit {
+    /// A new system prompt, kept for this and later requests (AGENTS.md changed, say).
+    pub system_prompt: Option<String>,
+    /// A new history, which replaces the harness's messages from here on (compaction, tool
+    /// history repair).
+    pub messages: Option<Vec<Message>>,
+}
+
+/// One tool call as the tool hooks see it.
+#[derive(Debug, Clone)]
+pub struct ToolCallContext {
+    /// The run the call belongs to.
+    pub run_id: String,
+    /// The tool's name as the model gave it.
+    pub tool_name: String,
+    /// The call id from the model.
+    pub call_id: String,
+    /// The arguments: validated when the call passed validation, as the model sent them
+    /// otherwise.
+    pub arguments: Value,
+    /// Cancelled when the run is cancelled or runs out of time.
+    pub cancel: CancellationToken,
+}
+
+/// What [`AgentHooks::before_tool_call`] decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ToolCallDecision {
+    /// Run the call.
+    Proceed,
+    /// Do not run it; the model gets an error result saying why.
+    Block {
+        /// The reason the model sees.
+        reason: String,
+    },
+}
+
+/// The host's hooks into a run. Every method has a default that changes nothing.
+pub trait AgentHooks: Send + Sync {
+    /// Called before every provider request (also the retry after a context overflow). May
+    /// replace the system prompt and the history.
+    fn before_request<'a>(&'a self, request: RequestView<'a>) -> BoxFuture<'a, RequestEdit> {
+        let _ = request;
+        ready(RequestEdit::default()).boxed()
+    }
+
+    /// Called before a validated tool call runs: ask for approval, or block it. Not called for
+    /// calls that failed validation.
+    fn before_tool_call<'a>(
+        &'a self,
+        call: &'a ToolCallContext,
+    ) -> BoxFuture<'a, ToolCallDecision> {
+        let _ = call;
+        ready(ToolCallDecision::Proceed).boxed()
+    }
+
+    /// Called with every result of a call the loop processed (run, blocked or invalid; not for
+    /// calls cut short by cancellation); what it returns is what the model sees.
+    fn after_tool_call<'a>(
+        &'a self,
+        call: &'a ToolCallContext,
+        result: ToolResultMessage,
+    ) -> BoxFuture<'a, ToolResultMessage> {
+        let _ = call;
+        ready(result).boxed()
+    }
+
+    /// Called when the provider rejected a request as too long for the context window, at
+    /// most once per run. Returning a new history (compacted) retries the request with it;
+    /// `None` ends the run with an error.
+    fn on_context_overflow<'a>(
+        &'a self,
+        messages: &'a [Message],
+    ) -> BoxFuture<'a, Option<Vec<Message>>> {
+        let _ = messages;
+        ready(None).boxed()
+    }
+}
+
+/// Hooks that change nothing.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoHooks;
+
+impl AgentHooks for NoHooks {}
