@@ -1,7 +1,10 @@
 //! The daemon's shared state: where it lives, when it started, and how it stops.
 
+use crate::config::Config;
+use rein_ai::registry::Registry;
 use rein_protocol::event::DaemonEvent;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 use tokio::sync::broadcast;
@@ -25,6 +28,10 @@ pub struct DaemonOptions {
 pub struct Daemon {
     /// Start-up settings.
     pub options: DaemonOptions,
+    /// The configuration file's settings.
+    pub config: Config,
+    /// Providers and models.
+    pub registry: Arc<Registry>,
     /// When the daemon started.
     pub started: Instant,
     /// Cancelled to shut the daemon down gracefully.
@@ -36,10 +43,12 @@ pub struct Daemon {
 
 impl Daemon {
     /// A daemon with the given settings.
-    pub fn new(options: DaemonOptions) -> Self {
+    pub fn new(options: DaemonOptions, config: Config, registry: Arc<Registry>) -> Self {
         let (events, _) = broadcast::channel(256);
         Self {
             options,
+            config,
+            registry,
             started: Instant::now(),
             shutdown: CancellationToken::new(),
             events,

@@ -6,6 +6,7 @@
 //! connection ([`server::connection`]), the line-to-method dispatcher ([`server::dispatch`]) and
 //! the methods themselves ([`methods`]).
 
+pub mod config;
 pub mod daemon;
 pub mod hub;
 pub mod logging;

@@ -2,8 +2,9 @@
 
 use anyhow::Context;
 use clap::Parser;
+use rein_ai::registry::Registry;
 use rein_daemon::server::listener::{self, BindError};
-use rein_daemon::{Daemon, DaemonOptions, logging, methods, server};
+use rein_daemon::{Daemon, DaemonOptions, config, logging, methods, server};
 use rein_protocol::codec::DEFAULT_MAX_LINE_BYTES;
 use rein_protocol::paths;
 use std::path::PathBuf;
@@ -57,6 +58,8 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let _guard = logging::init(&home.join("logs"), !args.detached)
         .context("cannot open the log directory")?;
+    let (config, config_path) = config::load(&home)?;
+    let registry = Arc::new(Registry::new(config.providers.clone())?);
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let entered = runtime.enter();
     let signals = ShutdownSignals::install().context("cannot install signal handlers")?;
@@ -76,7 +79,11 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     drop(entered);
     runtime.block_on(async move {
-        let daemon = Arc::new(Daemon::new(options));
+        let daemon = Arc::new(Daemon::new(options, config, registry));
+        match &config_path {
+            Some(path) => tracing::info!(config = %path.display(), "configuration loaded"),
+            None => tracing::info!("no configuration file; using defaults"),
+        }
         let methods = methods::build()?;
         tracing::info!(socket = %bound.path().display(), pid = std::process::id(), "reind serving");
         signals.forward_to(daemon.clone());

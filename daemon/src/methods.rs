@@ -12,7 +12,7 @@ use jsonrpsee_types::ErrorObjectOwned;
 use rein_protocol::error::ErrorKind;
 use rein_protocol::method::{
     Ack, DaemonCapabilities, DaemonInfo, Empty, ExportFormat, InitializeParams, InitializeResult,
-    names,
+    ModelsResult, names,
 };
 use rein_protocol::version::PROTOCOL_VERSION;
 use serde::Serialize;
@@ -23,9 +23,6 @@ use tokio::sync::broadcast::error::RecvError;
 
 /// The daemon's version (the crate version).
 pub const DAEMON_VERSION: &str = env!("CARGO_PKG_VERSION");
-
-/// Events kept per session for reconnecting clients (reported in `initialize`).
-pub const REPLAY_BUFFER_EVENTS: u64 = 4096;
 
 /// Errors building the method table (a name registered twice is a programming error).
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +35,7 @@ pub fn build() -> Result<Methods, RegisterError> {
     register(&mut module, names::INITIALIZE, initialize)?;
     register(&mut module, names::DAEMON_INFO, daemon_info)?;
     register(&mut module, names::DAEMON_SHUTDOWN, daemon_shutdown)?;
+    register(&mut module, names::MODELS_LIST, models_list)?;
     module
         .register_subscription(
             names::DAEMON_SUBSCRIBE,
@@ -106,7 +104,7 @@ async fn initialize(
         daemon_version: DAEMON_VERSION.to_string(),
         protocol_version: PROTOCOL_VERSION,
         capabilities: DaemonCapabilities {
-            replay_buffer: REPLAY_BUFFER_EVENTS,
+            replay_buffer: connection.daemon.config.sessions.replay_buffer as u64,
             max_line_bytes: options.max_line_bytes as u64,
             export_formats: vec![ExportFormat::Markdown, ExportFormat::Jsonl],
         },
@@ -136,6 +134,17 @@ async fn daemon_shutdown(_: Empty, connection: Arc<ConnectionContext>) -> Result
         daemon.begin_shutdown();
     });
     Ok(Ack::ok())
+}
+
+async fn models_list(
+    _: Empty,
+    connection: Arc<ConnectionContext>,
+) -> Result<ModelsResult, RpcError> {
+    let registry = &connection.daemon.registry;
+    Ok(ModelsResult {
+        default_model: registry.default_model().map(str::to_string),
+        models: registry.models(),
+    })
 }
 
 async fn daemon_subscribe(
