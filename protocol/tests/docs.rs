@@ -90,6 +90,7 @@ fn every_example_round_trips_through_its_type() {
     round_trip_all(&examples::assistant_deltas());
     round_trip_all(&examples::subscription_items());
     round_trip_all(&examples::daemon_events());
+    round_trip_all(&examples::walkthrough_events(1));
 }
 
 fn round_trip_all<T>(values: &[T])
@@ -163,6 +164,11 @@ fn every_example_fits_its_schema() {
     for value in examples::session_events() {
         let value = serde_json::to_value(value).unwrap();
         schema_check::check(&event, &value, defs).unwrap_or_else(|e| panic!("{value}: {e}"));
+    }
+    let notification = reference.notification_schema(names::SESSION_EVENT);
+    for value in examples::walkthrough_events(1) {
+        let value = serde_json::to_value(value).unwrap();
+        schema_check::check(notification, &value, defs).unwrap_or_else(|e| panic!("{value}: {e}"));
     }
 }
 

@@ -264,7 +264,7 @@ pub fn methods() -> Vec<MethodDoc> {
             names::SESSION_CREATE,
             "Creates a session for a project directory and loads it.",
             Payload::of(ex::create_session_params()),
-            Payload::of(ex::session_state()),
+            Payload::of(ex::created_state()),
             errors(&[E::ModelNotFound, E::Io]),
             vec![
                 "Unset options take the configured defaults. When the project is not trusted, \

@@ -229,19 +229,27 @@ pub fn session_state() -> SessionState {
     }
 }
 
-/// The state of the session created by the `session/fork` example.
-pub fn forked_state() -> SessionState {
+/// The example session's state right after `session/create`: idle, empty, at seq 0.
+pub fn created_state() -> SessionState {
     SessionState {
-        session_id: FORKED_SESSION_ID.into(),
         name: None,
         running: false,
         run_id: None,
         queues: QueueState::default(),
         usage: Usage::default(),
         context_tokens: 1300,
-        leaf_id: Some("a1b2c3d4".into()),
+        leaf_id: None,
         last_seq: 0,
         ..session_state()
+    }
+}
+
+/// The state of the session created by the `session/fork` example.
+pub fn forked_state() -> SessionState {
+    SessionState {
+        session_id: FORKED_SESSION_ID.into(),
+        leaf_id: Some("a1b2c3d4".into()),
+        ..created_state()
     }
 }
 
@@ -628,4 +636,51 @@ pub fn daemon_events() -> Vec<DaemonEvent> {
         DaemonEvent::SessionDeleted { session_id: FORKED_SESSION_ID.into() },
         DaemonEvent::ShuttingDown,
     ]
+}
+
+/// The model's final answer in the walkthrough.
+fn assistant_answer() -> AssistantMessage {
+    AssistantMessage {
+        content: text("Fixed: `lex` now returns no tokens for empty input, and the test passes."),
+        stop_reason: StopReason::Stop,
+        timestamp: T0 + 9_000,
+        ..assistant_reading()
+    }
+}
+
+/// The events of a short run as the walkthrough shows them, numbered from `first_seq`.
+pub fn walkthrough_events(first_seq: u64) -> Vec<SubscriptionNotification<SubscriptionItem>> {
+    let answer = assistant_answer();
+    let events = vec![
+        SessionEvent::AgentStart { run_id: RUN_ID.into() },
+        SessionEvent::TurnStart { turn: 1 },
+        SessionEvent::MessageStart { message: Message::User(user_prompt()) },
+        SessionEvent::MessageEnd { message: Message::User(user_prompt()) },
+        SessionEvent::MessageUpdate {
+            delta: AssistantDelta::TextDelta { index: 0, delta: "Fixed: ".into() },
+        },
+        SessionEvent::MessageEnd { message: Message::Assistant(answer.clone()) },
+        SessionEvent::TurnEnd { turn: 1, message: answer, tool_results: vec![] },
+        SessionEvent::AgentEnd {
+            run_id: RUN_ID.into(),
+            reason: EndReason::Completed,
+            error: None,
+            usage: usage(),
+            turns: 1,
+        },
+        SessionEvent::Settled,
+    ];
+    events
+        .into_iter()
+        .zip(first_seq..)
+        .map(|(event, seq)| SubscriptionNotification {
+            subscription: SESSION_SUBSCRIPTION.into(),
+            result: SubscriptionItem::Event(EventEnvelope {
+                session_id: SESSION_ID.into(),
+                seq,
+                timestamp: T0 + seq as i64 * 100,
+                event,
+            }),
+        })
+        .collect()
 }

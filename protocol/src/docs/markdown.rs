@@ -9,7 +9,7 @@ use super::schema_text::{
 use super::{DocsError, REGENERATE_COMMAND, SCHEMA_FILE, crate_docs, examples};
 use crate::codec::DEFAULT_MAX_LINE_BYTES;
 use crate::error::{ErrorData, ErrorKind};
-use crate::method::names;
+use crate::method::{SubscribeParams, names};
 use crate::version::PROTOCOL_VERSION;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -34,6 +34,7 @@ const REPEATED_TABLE_ROWS: usize = 3;
 pub fn render(reference: &Reference) -> Result<String, DocsError> {
     let mut doc = Markdown::new(reference.defs());
     intro(&mut doc);
+    walkthrough(&mut doc)?;
     errors(&mut doc)?;
     methods(&mut doc, reference)?;
     events(&mut doc, reference)?;
@@ -175,7 +176,8 @@ fn intro(doc: &mut Markdown) {
          **{PROTOCOL_VERSION}**."
     ));
     doc.block(
-        "Contents: [Connecting](#connecting) · [Errors](#errors) · [Methods](#methods) · \
+        "Contents: [Connecting](#connecting) · [A first exchange](#a-first-exchange) · \
+         [Errors](#errors) · [Methods](#methods) · \
          [Subscriptions and events](#subscriptions-and-events) · [Types](#types)",
     );
 
@@ -236,6 +238,52 @@ fn intro(doc: &mut Markdown) {
          skips a `kind` or `type` it does not know. Missing optional members take the default \
          given in their description.",
     );
+}
+
+/// A first exchange, line by line: handshake, create, subscribe, prompt, and the run's events.
+fn walkthrough(doc: &mut Markdown) -> Result<(), DocsError> {
+    doc.heading(2, "A first exchange", Some("a-first-exchange"));
+    doc.block(
+        "What a client and the daemon write, one line each (`->` marks the client's lines, \
+         `<-` the daemon's; the arrows are not part of the protocol). The client introduces \
+         itself, creates a session, subscribes to it, and sends a prompt; the call returns at \
+         once and the run is followed through the events. Every line below comes from the \
+         same types as the rest of this reference.",
+    );
+    let created = examples::created_state();
+    let subscribe = SubscribeParams {
+        session_id: created.session_id.clone(),
+        after_seq: Some(created.last_seq),
+    };
+    let calls = [
+        (names::INITIALIZE, line_of(&examples::initialize_params(), "initialize")?),
+        (names::SESSION_CREATE, line_of(&examples::create_session_params(), "create")?),
+        (names::SESSION_SUBSCRIBE, line_of(&subscribe, "subscribe")?),
+        (names::SESSION_PROMPT, line_of(&examples::prompt_params(), "prompt")?),
+    ];
+    let results = [
+        line_of(&examples::initialize_result(), "initialize")?,
+        line_of(&created, "create")?,
+        line_of(&examples::SESSION_SUBSCRIPTION, "subscribe")?,
+        line_of(&examples::prompt_result(), "prompt")?,
+    ];
+    let mut lines = Vec::new();
+    for ((id, (name, params)), result) in (1..).zip(calls).zip(results) {
+        lines.push(format!("-> {}", request_line(id, name, &params)));
+        lines.push(format!("<- {}", response_line(id, &result)));
+    }
+    for notification in examples::walkthrough_events(created.last_seq + 1) {
+        let params = line_of(&notification, "walkthrough event")?;
+        lines.push(format!("<- {}", notification_line(names::SESSION_EVENT, &params)));
+    }
+    doc.code("text", &lines);
+    doc.block(
+        "A real run streams many `message_update` lines (one per text, thinking or tool-call \
+         fragment) and, when the model calls tools, `tool_execution_*` events and further \
+         turns; `settled` says the session is idle and nothing more will come until a client \
+         acts.",
+    );
+    Ok(())
 }
 
 fn errors(doc: &mut Markdown) -> Result<(), DocsError> {
