@@ -1,3 +1,4 @@
 //! Shared test fixtures for every rein crate: the scripted fake provider and the daemon fixture.
 
 pub mod daemon;
+pub mod fake_provider;
