@@ -26,6 +26,24 @@ const EVENT_TYPES: [&str; 7] = [
     "DaemonEvent",
 ];
 
+/// Tagged unions with a catch-all variant: an unknown tag parses instead of failing, so a
+/// client built against this version skips what a newer daemon adds. A unit test keeps this
+/// list true to the types.
+const OPEN_UNIONS: [&str; 5] =
+    ["SessionEvent", "AssistantDelta", "SubscriptionItem", "DaemonEvent", "SessionEntry"];
+
+/// A tagged union's description, completed with its tag and whether it is open.
+fn union_summary(name: &str, tag: &str, description: &str) -> String {
+    let mut text = description.to_string();
+    if !description.contains(&format!("tagged by `{tag}`")) {
+        text.push_str(&format!(" Tagged by `{tag}`."));
+    }
+    if OPEN_UNIONS.contains(&name) {
+        text.push_str(&format!(" A client skips `{tag}` values it does not know."));
+    }
+    text.trim_start().to_string()
+}
+
 /// A params or result table this short is repeated at every method that uses the type; longer
 /// ones are shown once and linked afterwards.
 const REPEATED_TABLE_ROWS: usize = 3;
@@ -233,11 +251,12 @@ fn intro(doc: &mut Markdown) {
     let quoted: Vec<String> =
         rule.lines().map(|line| format!("> {line}").trim_end().to_string()).collect();
     doc.block(&quoted.join("\n"));
-    doc.block(
-        "In this document, the types that say \"tagged by\" are such open unions: a client \
-         skips a `kind` or `type` it does not know. Missing optional members take the default \
-         given in their description.",
-    );
+    doc.block(&format!(
+        "The open unions are {}: a client skips a variant whose tag it does not know, and \
+         their sections below say so. Missing optional members take the default given in \
+         their description.",
+        OPEN_UNIONS.map(type_link).join(", ")
+    ));
 }
 
 /// A first exchange, line by line: handshake, create, subscribe, prompt, and the run's events.
@@ -526,8 +545,8 @@ fn tagged_section<T: Serialize>(
         return Ok(());
     };
     doc.block(&format!(
-        "**`{type_name}`**: {} A client skips kinds it does not know. {note}",
-        description(&def)
+        "**`{type_name}`**: {} {note}",
+        union_summary(type_name, &tag, &description(&def))
     ));
     let rows: Vec<Vec<String>> = variants
         .iter()
@@ -598,11 +617,11 @@ fn types(doc: &mut Markdown) {
         let def = doc.defs.get(&name).cloned().unwrap_or(Value::Null);
         doc.type_anchor_once(&name);
         doc.heading(3, &name, None);
-        type_body(doc, &def);
+        type_body(doc, &name, &def);
     }
 }
 
-fn type_body(doc: &mut Markdown, def: &Value) {
+fn type_body(doc: &mut Markdown, name: &str, def: &Value) {
     let text = description(def);
     match schema_text::shape(def, doc.defs) {
         Shape::Object(fields) => {
@@ -622,9 +641,7 @@ fn type_body(doc: &mut Markdown, def: &Value) {
             doc.block(&table(&["Value", "Meaning"], &rows));
         }
         Shape::Tagged { tag, common, variants } => {
-            doc.block(&format!(
-                "{text} Tagged by `{tag}`; a client skips values it does not know."
-            ));
+            doc.block(&union_summary(name, &tag, &text));
             if !common.is_empty() {
                 doc.block("Fields of every variant:");
                 doc.block(&fields_table(&common));
@@ -641,5 +658,58 @@ fn type_body(doc: &mut Markdown, def: &Value) {
             };
             doc.block(&format!("{text} Type: {expr}{pattern}."));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::entry::{RepairAction, SessionEntry};
+    use crate::event::{AssistantDelta, DaemonEvent, SessionEvent, SubscriptionItem};
+    use crate::message::{ContentBlock, Message};
+    use serde::de::DeserializeOwned;
+
+    /// Whether `T` parses a value whose tag is one no version has used.
+    fn accepts_unknown_tag<T: DeserializeOwned>(mut value: Value, tag: &str) -> bool {
+        value[tag] = Value::from("a_kind_from_the_future");
+        serde_json::from_value::<T>(value).is_ok()
+    }
+
+    #[test]
+    fn the_open_union_list_matches_the_types() {
+        let empty = serde_json::json!({});
+        let entry = serde_json::json!({"id": "e", "parent_id": null, "timestamp": "t"});
+        let probes = [
+            ("SessionEvent", accepts_unknown_tag::<SessionEvent>(empty.clone(), "kind")),
+            ("AssistantDelta", accepts_unknown_tag::<AssistantDelta>(empty.clone(), "type")),
+            ("SubscriptionItem", accepts_unknown_tag::<SubscriptionItem>(empty.clone(), "type")),
+            ("DaemonEvent", accepts_unknown_tag::<DaemonEvent>(empty.clone(), "kind")),
+            ("SessionEntry", accepts_unknown_tag::<SessionEntry>(entry, "type")),
+            ("Message", accepts_unknown_tag::<Message>(empty.clone(), "role")),
+            ("ContentBlock", accepts_unknown_tag::<ContentBlock>(empty.clone(), "type")),
+            ("RepairAction", accepts_unknown_tag::<RepairAction>(empty, "action")),
+        ];
+        for (name, open) in probes {
+            assert_eq!(OPEN_UNIONS.contains(&name), open, "{name}");
+        }
+        // Every tagged union in the schema is probed above.
+        let reference = Reference::build();
+        for (name, def) in reference.defs() {
+            if let Shape::Tagged { .. } = schema_text::shape(def, reference.defs()) {
+                assert!(probes.iter().any(|(probed, _)| probed == name), "probe {name}");
+            }
+        }
+    }
+
+    #[test]
+    fn union_summaries_do_not_repeat_the_tag() {
+        assert_eq!(
+            union_summary("Message", "role", "A message, tagged by `role`."),
+            "A message, tagged by `role`."
+        );
+        assert_eq!(
+            union_summary("DaemonEvent", "kind", "An event."),
+            "An event. Tagged by `kind`. A client skips `kind` values it does not know."
+        );
     }
 }

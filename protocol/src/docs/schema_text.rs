@@ -66,6 +66,10 @@ fn named_type_expr(name: &str, object: &Map<String, Value>) -> String {
     }
 }
 
+/// Defaults longer than this (as compact JSON) are left out of field descriptions; they are
+/// objects whose own fields document their defaults.
+const LONGEST_SHOWN_DEFAULT: usize = 40;
+
 /// One field of an object, ready to be a table row.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Field {
@@ -226,10 +230,13 @@ pub fn fields(schema: &Value, skip: Option<&str>) -> Vec<Field> {
     let field = |name: &str, property: &Value| {
         let mut text = description(property);
         if let Some(default) = property.get("default") {
-            if !text.is_empty() {
-                text.push(' ');
+            let default = default.to_string();
+            if default.len() <= LONGEST_SHOWN_DEFAULT {
+                if !text.is_empty() {
+                    text.push(' ');
+                }
+                text.push_str(&format!("Default: `{default}`."));
             }
-            text.push_str(&format!("Default: `{default}`."));
         }
         Field {
             name: name.to_string(),
