@@ -78,6 +78,46 @@ fn every_name_constant_is_documented() {
 }
 
 #[test]
+fn the_markdown_covers_transport_errors_and_every_kind() {
+    let markdown = docs::generate().unwrap().markdown;
+    for fact in ["$REIN_HOME/run/reind.sock", "rein stdio", "16 MiB", "\"data\":{\"kind\":"] {
+        assert!(markdown.contains(fact), "intro lacks {fact}");
+    }
+    for kind in rein_protocol::ErrorKind::ALL {
+        let row = format!("| {} | `{}` | {} |", kind.code(), kind.as_str(), kind.description());
+        assert!(markdown.contains(&row), "error table lacks {kind}");
+    }
+    let tagged = [
+        ("event", example_tags(&examples::session_events(), "kind")),
+        ("delta", example_tags(&examples::assistant_deltas(), "type")),
+        ("item", example_tags(&examples::subscription_items(), "type")),
+        ("daemon-event", example_tags(&examples::daemon_events(), "kind")),
+    ];
+    for (prefix, kinds) in tagged {
+        for kind in kinds {
+            let anchor = format!("<a id=\"{prefix}-{kind}\"></a>\n\n#### `{kind}`");
+            assert!(markdown.contains(&anchor), "no section for {prefix} {kind}");
+        }
+    }
+    let notification = r#"{"jsonrpc":"2.0","method":"session/event","params":{"subscription":"#;
+    assert!(markdown.contains(notification));
+}
+
+#[test]
+fn every_link_in_the_markdown_has_its_anchor() {
+    let markdown = docs::generate().unwrap().markdown;
+    let anchors: BTreeSet<&str> =
+        markdown.split("<a id=\"").skip(1).filter_map(|piece| piece.split('"').next()).collect();
+    let mut checked = 0;
+    for piece in markdown.split("](#").skip(1) {
+        let target = piece.split(')').next().unwrap();
+        assert!(anchors.contains(target), "link to missing anchor #{target}");
+        checked += 1;
+    }
+    assert!(checked > 100, "only {checked} links");
+}
+
+#[test]
 fn every_example_round_trips_through_its_type() {
     for doc in catalog::methods() {
         doc.params.check_round_trip().unwrap_or_else(|e| panic!("{} params: {e}", doc.name));
