@@ -118,6 +118,30 @@ fn every_link_in_the_markdown_has_its_anchor() {
 }
 
 #[test]
+fn every_type_in_method_rs_is_documented() {
+    let source = include_str!("../src/method.rs");
+    let declared: Vec<&str> = source
+        .lines()
+        .filter_map(|line| {
+            let rest =
+                line.strip_prefix("pub struct ").or_else(|| line.strip_prefix("pub enum "))?;
+            rest.split(|c: char| !c.is_alphanumeric() && c != '_').next()
+        })
+        .collect();
+    assert!(declared.len() > 40, "scanning method.rs found only {declared:?}");
+    let reference = Reference::build();
+    let defs = reference.defs();
+    for name in declared {
+        // The generic notification type is named after its item (`{T}Notification`).
+        let schema_name = match name {
+            "SubscriptionNotification" => "SubscriptionItemNotification",
+            other => other,
+        };
+        assert!(defs.contains_key(schema_name), "{name} is in method.rs but no method uses it");
+    }
+}
+
+#[test]
 fn every_example_round_trips_through_its_type() {
     for doc in catalog::methods() {
         doc.params.check_round_trip().unwrap_or_else(|e| panic!("{} params: {e}", doc.name));
