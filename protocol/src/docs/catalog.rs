@@ -495,7 +495,7 @@ pub fn methods() -> Vec<MethodDoc> {
             "Runs a user shell command in the session's directory.",
             Payload::of(ex::shell_params()),
             Payload::of(method::ShellResult { shell_id: ex::SHELL_ID.into() }),
-            session_errors(&[E::SessionBusy, E::NotTrusted]),
+            session_errors(&[E::SessionBusy]),
             vec![
                 "Returns at once; output arrives as `shell_start`, `shell_output` and \
                  `shell_end` events carrying the returned `shell_id`. `session/cancel` stops \
