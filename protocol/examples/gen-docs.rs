@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let dir = docs::repo_docs_dir();
+    let dir = dir.canonicalize().unwrap_or(dir);
     let result = docs::generate().and_then(|generated| {
         std::fs::create_dir_all(&dir)
             .map_err(|source| docs::DocsError::Io { path: dir.clone(), source })?;
