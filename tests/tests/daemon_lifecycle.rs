@@ -87,6 +87,13 @@ fn info_errors_and_graceful_shutdown() {
     let mut watcher = daemon.connect();
     let response = watcher.call(1, "daemon/subscribe", json!({}));
     let subscription = response["result"].as_str().unwrap().to_string();
+    // Unsubscribing by name works, and a second subscription takes its place.
+    let response = watcher.call(2, "daemon/unsubscribe", json!({"subscription": subscription}));
+    assert_eq!(response["result"], true, "{response}");
+    let response = watcher.call(3, "daemon/unsubscribe", json!({"subscription": subscription}));
+    assert_eq!(response["result"], false, "{response}");
+    let response = watcher.call(4, "daemon/subscribe", json!({}));
+    let subscription = response["result"].as_str().unwrap().to_string();
 
     // Graceful shutdown through the CLI removes the socket and ends the process cleanly.
     let output = daemon.run_rein(&["daemon", "stop"]);

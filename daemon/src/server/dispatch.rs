@@ -252,8 +252,25 @@ async fn run_method(
             None
         }
         Some(MethodCallback::Unsubscription(callback)) => {
+            // The protocol names the param (`{"subscription": id}`); jsonrpsee's handler reads
+            // it by position.
+            let positional = unsubscribe_params(params.as_str());
+            let params = Params::new(positional.as_deref());
             Some((callback)(id, params, connection, MAX_RESPONSE_BYTES, extensions))
         }
+    }
+}
+
+/// Rewrites `{"subscription": id}` as `[id]`; anything else passes through unchanged (and is
+/// then refused by the handler).
+fn unsubscribe_params(raw: Option<&str>) -> Option<String> {
+    let text = raw?;
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(mut object)) => match object.remove("subscription") {
+            Some(id) => Some(Value::Array(vec![id]).to_string()),
+            None => Some(text.to_string()),
+        },
+        _ => Some(text.to_string()),
     }
 }
 
