@@ -7,8 +7,12 @@ use std::io::Write;
 use std::path::Path;
 
 /// Writes `bytes` to `path` atomically, creating missing parent directories. An existing file
-/// keeps its permission bits.
+/// keeps its permission bits. When `path` is a symlink to an existing file, the target is
+/// replaced and the link kept.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let is_link = std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink());
+    let resolved = if is_link { std::fs::canonicalize(path).ok() } else { None };
+    let path = resolved.as_deref().unwrap_or(path);
     let parent = match path.parent() {
         Some(parent) if !parent.as_os_str().is_empty() => parent,
         _ => Path::new("."),
@@ -39,6 +43,18 @@ mod tests {
         assert_eq!(std::fs::read(&path).unwrap(), b"two");
         let leftovers: Vec<_> = std::fs::read_dir(path.parent().unwrap()).unwrap().collect();
         assert_eq!(leftovers.len(), 1, "no temp file is left behind");
+    }
+
+    #[test]
+    fn writes_through_symlinks() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("real.txt");
+        let link = dir.path().join("link.txt");
+        std::fs::write(&target, "old").unwrap();
+        std::os::unix::fs::symlink(&target, &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
     }
 
     #[test]
