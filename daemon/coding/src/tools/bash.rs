@@ -129,8 +129,11 @@ pub async fn run_command(
     let mut group = GroupKiller::new(child.id());
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
 
-    let mut capture = OutputCapture::new(&request.output_dir);
-    let mut chunks = Utf8Chunks::default();
+    let mut output = OutputForwarder {
+        capture: OutputCapture::new(&request.output_dir),
+        chunks: Utf8Chunks::default(),
+        on_output: &mut on_output,
+    };
     let mut buffer = vec![0u8; 16 * 1024];
     let deadline = tokio::time::sleep(request.timeout.min(MAX_TIMEOUT));
     tokio::pin!(deadline);
@@ -141,13 +144,7 @@ pub async fn run_command(
         tokio::select! {
             read = pipe.read(&mut buffer), if !end_of_output => match read {
                 Ok(0) => end_of_output = true,
-                Ok(n) => {
-                    capture.push(&buffer[..n]);
-                    let text = chunks.push(&buffer[..n]);
-                    if !text.is_empty() {
-                        on_output(&text);
-                    }
-                }
+                Ok(n) => output.push(&buffer[..n]),
                 Err(err) => {
                     tracing::warn!(error = %err, "reading command output failed");
                     end_of_output = true;
@@ -171,11 +168,7 @@ pub async fn run_command(
                 if n == 0 {
                     break;
                 }
-                capture.push(&buffer[..n]);
-                let text = chunks.push(&buffer[..n]);
-                if !text.is_empty() {
-                    on_output(&text);
-                }
+                output.push(&buffer[..n]);
             }
         };
         let _ = tokio::time::timeout(DRAIN_AFTER_KILL, drain).await;
@@ -183,7 +176,7 @@ pub async fn run_command(
 
     let duration = started.elapsed();
     let CapturedOutput { text, truncated, shown_lines, total_bytes, total_lines, full_output } =
-        capture.finish();
+        output.finish();
     let (exit_code, signal) = match status {
         Some(status) => {
             use std::os::unix::process::ExitStatusExt;
@@ -204,6 +197,33 @@ pub async fn run_command(
         timed_out: killed == Killed::Timeout,
         cancelled: killed == Killed::Cancel,
     })
+}
+
+/// Sends each chunk of output both to the capture and, as text, to the caller.
+struct OutputForwarder<'a, F: FnMut(&str)> {
+    capture: OutputCapture,
+    chunks: Utf8Chunks,
+    on_output: &'a mut F,
+}
+
+impl<F: FnMut(&str)> OutputForwarder<'_, F> {
+    fn push(&mut self, bytes: &[u8]) {
+        self.capture.push(bytes);
+        let text = self.chunks.push(bytes);
+        if !text.is_empty() {
+            (self.on_output)(&text);
+        }
+    }
+
+    /// Forwards what was held back (an incomplete character at the very end) and ends the
+    /// capture.
+    fn finish(self) -> CapturedOutput {
+        let rest = self.chunks.finish();
+        if !rest.is_empty() {
+            (self.on_output)(&rest);
+        }
+        self.capture.finish()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

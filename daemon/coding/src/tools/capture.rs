@@ -215,6 +215,11 @@ impl Utf8Chunks {
         self.pending = rest.to_vec();
         out
     }
+
+    /// Whatever is still held back, as text (an incomplete character becomes U+FFFD).
+    pub(crate) fn finish(self) -> String {
+        String::from_utf8_lossy(&self.pending).into_owned()
+    }
 }
 
 #[cfg(test)]
@@ -282,5 +287,7 @@ mod tests {
         }
         assert_eq!(text, "aé€");
         assert_eq!(chunks.push(b"\xffok"), "\u{fffd}ok");
+        assert_eq!(chunks.push(b"\xe2\x82"), "");
+        assert_eq!(chunks.finish(), "\u{fffd}");
     }
 }

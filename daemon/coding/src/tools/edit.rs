@@ -12,7 +12,7 @@ use rein_agent::{ExecutionMode, Tool, ToolInvocation, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ToolContext, parse_arguments};
+use super::{ToolContext, blocking, parse_arguments};
 use crate::atomic::write_atomic;
 use crate::edit_match::{MatchKind, Replacement, apply_replacements, unified_diff};
 use crate::file_tracker::{FileStamp, FileTracker};
@@ -124,10 +124,7 @@ impl Tool for EditTool {
                     .collect(),
                 tracker: self.ctx.files.clone(),
             };
-            match tokio::task::spawn_blocking(move || request.run()).await {
-                Ok(output) => output,
-                Err(err) => ToolOutput::error(format!("edit failed internally: {err}")),
-            }
+            blocking("edit", move || request.run()).await
         })
     }
 }

@@ -1,6 +1,6 @@
 //! `write`: create or replace a whole file.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -8,7 +8,7 @@ use rein_agent::{ExecutionMode, Tool, ToolInvocation, ToolOutput};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ToolContext, parse_arguments};
+use super::{ToolContext, blocking, parse_arguments};
 use crate::atomic::write_atomic;
 use crate::file_tracker::FileStamp;
 use crate::paths;
@@ -81,12 +81,11 @@ impl Tool for WriteTool {
             let path = paths::resolve(&self.ctx.cwd, &args.path);
             let shown = paths::display(&self.ctx.cwd, &path);
             let _guard = self.ctx.locks.lock(&path).await;
-            let target = path.clone();
+            let tracker = self.ctx.files.clone();
             let bytes = args.content.into_bytes();
-            let written = tokio::task::spawn_blocking(move || write(target, bytes)).await;
-            match written {
-                Ok(Ok((created, bytes))) => {
-                    self.ctx.files.record(&path, FileStamp::of(&path, &bytes));
+            blocking("write", move || match write(&path, &bytes) {
+                Ok(created) => {
+                    tracker.record(&path, FileStamp::of(&path, &bytes));
                     let lines = count_lines(&bytes);
                     let verb = if created { "Created" } else { "Overwrote" };
                     ToolOutput::text(format!(
@@ -100,26 +99,25 @@ impl Tool for WriteTool {
                         "lines": lines,
                     }))
                 }
-                Ok(Err(err)) => ToolOutput::error(format!("Cannot write {shown}: {err}")),
                 Err(err) => ToolOutput::error(format!("Cannot write {shown}: {err}")),
-            }
+            })
+            .await
         })
     }
 }
 
-/// Writes the file; answers whether it was created, and hands the bytes back for the tracker.
-fn write(path: PathBuf, bytes: Vec<u8>) -> std::io::Result<(bool, Vec<u8>)> {
-    let created = match std::fs::metadata(&path) {
+/// Writes the file; answers whether it was created.
+fn write(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
+    let created = match std::fs::metadata(path) {
         Ok(meta) if meta.is_dir() => {
             return Err(std::io::Error::other("it is a directory"));
         }
         Ok(_) => false,
         Err(_) => true,
     };
-    write_atomic(&path, &bytes)?;
-    Ok((created, bytes))
+    write_atomic(path, bytes)?;
+    Ok(created)
 }
-
 fn count_lines(bytes: &[u8]) -> usize {
     let newlines = bytes.iter().filter(|&&b| b == b'\n').count();
     if bytes.is_empty() || bytes.ends_with(b"\n") { newlines } else { newlines + 1 }
