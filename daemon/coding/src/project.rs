@@ -106,6 +106,16 @@ impl ContextSources {
         ContextFingerprint { trusted: self.trusted, files }
     }
 
+    /// Loads `context` again if any file it depends on changed since it was loaded (or trust
+    /// changed); answers whether it did, so the host knows to rebuild the system prompt.
+    pub fn refresh(&self, context: &mut ProjectContext) -> bool {
+        if self.fingerprint() == context.fingerprint {
+            return false;
+        }
+        *context = self.load();
+        true
+    }
+
     /// Loads the context. Unreadable files are logged and left out rather than failing.
     pub fn load(&self) -> ProjectContext {
         let fingerprint = self.fingerprint();
@@ -317,6 +327,22 @@ mod tests {
 
         let untrusted = ContextSources { trusted: false, ..src.clone() };
         assert_ne!(src.fingerprint(), untrusted.fingerprint());
+    }
+
+    #[test]
+    fn refresh_reloads_only_after_a_change() {
+        let l = layout();
+        let src = sources(&l, true);
+        write(&l.cwd.join("AGENTS.md"), "v1");
+        let mut context = src.load();
+        assert!(!src.refresh(&mut context));
+        write(&l.cwd.join("AGENTS.md"), "version 2");
+        assert!(src.refresh(&mut context));
+        assert_eq!(context.instructions[0].content, "version 2");
+        assert!(!src.refresh(&mut context));
+        std::fs::remove_file(l.cwd.join("AGENTS.md")).unwrap();
+        assert!(src.refresh(&mut context));
+        assert!(context.instructions.is_empty());
     }
 
     #[test]
