@@ -131,6 +131,11 @@ fn read_path(
     if metadata.is_dir() {
         return Ok(ToolOutput::error(format!("{shown} is a directory; use ls to list it")));
     }
+    if !metadata.is_file() {
+        return Ok(ToolOutput::error(format!(
+            "{shown} is not a regular file (a device, socket or pipe); read only reads files"
+        )));
+    }
     let mut file = std::fs::File::open(path)?;
     let mut head = Vec::new();
     (&mut file).take(SNIFF_BYTES).read_to_end(&mut head)?;
@@ -460,5 +465,8 @@ mod tests {
 
         let out = f.call("read", json!({"path": "empty.txt", "limit": 0})).await;
         assert!(out.is_error);
+
+        let out = f.call("read", json!({"path": "/dev/null"})).await;
+        assert!(out.is_error && text(&out).contains("not a regular file"), "{out:?}");
     }
 }
