@@ -215,6 +215,46 @@ mod tests {
     }
 
     #[test]
+    fn project_files_reach_the_prompt_only_when_trusted() {
+        let temp = tempfile::tempdir().unwrap();
+        let base = temp.path().canonicalize().unwrap();
+        let (global, repo) = (base.join("global"), base.join("repo"));
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(&global).unwrap();
+        std::fs::write(global.join("AGENTS.md"), "GLOBAL-RULE").unwrap();
+        std::fs::write(repo.join("AGENTS.md"), "PROJECT-RULE").unwrap();
+        let skill = repo.join(".agents/skills/bump");
+        std::fs::create_dir_all(&skill).unwrap();
+        std::fs::write(skill.join("SKILL.md"), "---\nname: bump\ndescription: BUMP-SKILL\n---\n")
+            .unwrap();
+        let prompt_for = |trusted: bool| {
+            let context = ContextSources {
+                cwd: repo.clone(),
+                global_dir: Some(global.clone()),
+                global_skills_dir: None,
+                trusted,
+            }
+            .load();
+            system_prompt(&PromptInputs {
+                base: BASE_PROMPT,
+                tools: &[],
+                context: &context,
+                extra_sections: &[],
+                date: date(),
+                cwd: &repo,
+            })
+        };
+        let untrusted = prompt_for(false);
+        assert!(untrusted.contains("GLOBAL-RULE"));
+        assert!(!untrusted.contains("PROJECT-RULE"));
+        assert!(!untrusted.contains("BUMP-SKILL"));
+        let trusted = prompt_for(true);
+        assert!(trusted.contains("GLOBAL-RULE"));
+        assert!(trusted.contains("PROJECT-RULE"));
+        assert!(trusted.contains("- bump: BUMP-SKILL"));
+    }
+
+    #[test]
     fn empty_sections_are_left_out() {
         let context = context(vec![], vec![]);
         let prompt = system_prompt(&PromptInputs {
