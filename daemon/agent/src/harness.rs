@@ -7,6 +7,7 @@
 //! queued behind the run they control. Runs proceed on a tokio task.
 
 use crate::events::{EventHub, EventReceiver};
+use crate::history::unanswered_calls;
 use crate::hooks::{AgentHooks, NoHooks};
 use crate::limits::RunLimits;
 use crate::now_ms;
@@ -16,8 +17,8 @@ use crate::toolset::{ToolSet, ToolSetError};
 use futures::FutureExt;
 use rein_ai::Provider;
 use rein_protocol::event::{EndReason, QueueState, QueuedMessage, SessionEvent};
-use rein_protocol::message::{ContentBlock, Message, Usage};
-use rein_protocol::method::QueueSelector;
+use rein_protocol::message::{ContentBlock, Message, ToolResultMessage, Usage};
+use rein_protocol::method::{BusyBehavior, PromptDisposition, QueueSelector};
 use rein_protocol::model::{ModelInfo, ThinkingLevel};
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
@@ -76,6 +77,22 @@ impl HarnessConfig {
     }
 }
 
+/// What became of a prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PromptReceipt {
+    /// The run's id when it started one; otherwise the queued item's id (for a follow-up also
+    /// the id its run will have).
+    pub id: String,
+    /// Started, steered or queued.
+    pub disposition: PromptDisposition,
+}
+
+impl PromptReceipt {
+    fn into_queue(self) -> QueueReceipt {
+        QueueReceipt { started_run: self.disposition == PromptDisposition::Started, id: self.id }
+    }
+}
+
 /// What became of a steering or follow-up message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueueReceipt {
@@ -84,6 +101,13 @@ pub struct QueueReceipt {
     pub id: String,
     /// True when the harness was idle and the message started a run instead of waiting.
     pub started_run: bool,
+}
+
+/// A follow-up waiting for the current run to end, with the limits its run gets.
+#[derive(Debug, Clone)]
+struct FollowUp {
+    message: QueuedMessage,
+    limits: Option<RunLimits>,
 }
 
 /// The run in progress.
@@ -103,7 +127,7 @@ pub(crate) struct State {
     limits: RunLimits,
     messages: Vec<Message>,
     steering: Vec<QueuedMessage>,
-    follow_up: VecDeque<QueuedMessage>,
+    follow_up: VecDeque<FollowUp>,
     active: Option<ActiveRun>,
 }
 
@@ -111,7 +135,7 @@ impl State {
     fn queues(&self) -> QueueState {
         QueueState {
             steering: self.steering.clone(),
-            follow_up: self.follow_up.iter().cloned().collect(),
+            follow_up: self.follow_up.iter().map(|queued| queued.message.clone()).collect(),
         }
     }
 }
@@ -145,6 +169,22 @@ impl Shared {
     pub(crate) fn append_input(&self, message: Message) {
         self.events.emit(SessionEvent::MessageStart { message: message.clone() });
         self.append_message(message);
+    }
+
+    /// Gives every call of the last reply that has no result an error result with `text`, so
+    /// the history stays valid after a run died abruptly.
+    fn answer_open_calls(&self, text: &str) {
+        let open = unanswered_calls(&self.lock().messages);
+        for call in open {
+            self.append_input(Message::ToolResult(ToolResultMessage {
+                tool_call_id: call.id,
+                tool_name: call.name,
+                content: vec![ContentBlock::text(text)],
+                is_error: true,
+                details: None,
+                timestamp: now_ms(),
+            }));
+        }
     }
 
     /// A copy of the history.
@@ -218,6 +258,7 @@ impl Shared {
                 Ok(end) => end,
                 Err(_) => {
                     tracing::error!(%run_id, "the run panicked");
+                    self.answer_open_calls("interrupted: internal error in the agent loop");
                     RunEnd {
                         reason: EndReason::Error,
                         error: Some("internal error: the run panicked".to_string()),
@@ -237,14 +278,15 @@ impl Shared {
             state.active = None;
             let leftover_steering = std::mem::take(&mut state.steering);
             let moved = !leftover_steering.is_empty();
-            for queued in leftover_steering.into_iter().rev() {
-                state.follow_up.push_front(queued);
+            for message in leftover_steering.into_iter().rev() {
+                state.follow_up.push_front(FollowUp { message, limits: None });
             }
             match state.follow_up.pop_front() {
                 Some(next) => {
                     self.emit_queues(&state);
-                    let limits = state.limits.clone();
-                    setup = self.activate(&mut state, next.id, next.content, limits);
+                    let limits = next.limits.unwrap_or_else(|| state.limits.clone());
+                    let message = next.message;
+                    setup = self.activate(&mut state, message.id, message.content, limits);
                 }
                 None => {
                     if moved {
@@ -307,10 +349,10 @@ impl Harness {
         self.shared.events.subscribe()
     }
 
-    /// Starts a run with the default limits and returns its id at once.
+    /// Starts a run with the default limits and returns its id at once. Fails with `Busy`
+    /// while a run is active.
     pub fn prompt(&self, content: Vec<ContentBlock>) -> Result<String, HarnessError> {
-        let limits = self.limits();
-        self.prompt_with_limits(content, limits)
+        self.submit(content, None, None).map(|receipt| receipt.id)
     }
 
     /// Starts a run with its own limits and returns its id at once. Fails with `Busy` while a
@@ -320,49 +362,65 @@ impl Harness {
         content: Vec<ContentBlock>,
         limits: RunLimits,
     ) -> Result<String, HarnessError> {
-        let runtime = tokio::runtime::Handle::try_current().map_err(|_| HarnessError::NoRuntime)?;
-        let mut state = self.shared.lock();
-        if state.active.is_some() {
-            return Err(HarnessError::Busy);
-        }
-        let run_id = new_id();
-        let setup = self.shared.activate(&mut state, run_id.clone(), content, limits);
-        drop(state);
-        runtime.spawn(self.shared.clone().drive(setup));
-        Ok(run_id)
+        self.submit(content, Some(limits), None).map(|receipt| receipt.id)
+    }
+
+    /// Starts a run, or, while one is active, steers it or queues the prompt as a follow-up,
+    /// decided atomically (what `session/prompt` with `when_busy` needs). `limits` apply to
+    /// the run the prompt starts (also a queued follow-up's); the defaults when `None`.
+    pub fn prompt_or_queue(
+        &self,
+        content: Vec<ContentBlock>,
+        limits: Option<RunLimits>,
+        when_busy: BusyBehavior,
+    ) -> Result<PromptReceipt, HarnessError> {
+        self.submit(content, limits, Some(when_busy))
     }
 
     /// Delivers a user message at the next turn boundary of the current run (after its tool
     /// batch); the run goes on with it even if the model had stopped calling tools. When idle,
     /// the message starts a run.
     pub fn steer(&self, content: Vec<ContentBlock>) -> Result<QueueReceipt, HarnessError> {
-        self.enqueue(content, |state, queued| state.steering.push(queued))
+        self.submit(content, None, Some(BusyBehavior::Steer)).map(PromptReceipt::into_queue)
     }
 
     /// Queues a user message that starts a new run when the current one ends. When idle, it
     /// starts a run at once.
     pub fn follow_up(&self, content: Vec<ContentBlock>) -> Result<QueueReceipt, HarnessError> {
-        self.enqueue(content, |state, queued| state.follow_up.push_back(queued))
+        self.submit(content, None, Some(BusyBehavior::FollowUp)).map(PromptReceipt::into_queue)
     }
 
-    fn enqueue(
+    /// Starts a run when idle; otherwise queues as `when_busy` says, or fails with `Busy`.
+    fn submit(
         &self,
         content: Vec<ContentBlock>,
-        push: impl FnOnce(&mut State, QueuedMessage),
-    ) -> Result<QueueReceipt, HarnessError> {
+        limits: Option<RunLimits>,
+        when_busy: Option<BusyBehavior>,
+    ) -> Result<PromptReceipt, HarnessError> {
         let runtime = tokio::runtime::Handle::try_current().map_err(|_| HarnessError::NoRuntime)?;
         let mut state = self.shared.lock();
         let id = new_id();
         if state.active.is_some() {
-            push(&mut state, QueuedMessage { id: id.clone(), content });
+            let queued = QueuedMessage { id: id.clone(), content };
+            let disposition = match when_busy {
+                None => return Err(HarnessError::Busy),
+                Some(BusyBehavior::Steer) => {
+                    state.steering.push(queued);
+                    PromptDisposition::Steered
+                }
+                Some(BusyBehavior::FollowUp) => {
+                    state.follow_up.push_back(FollowUp { message: queued, limits });
+                    PromptDisposition::Queued
+                }
+            };
             self.shared.emit_queues(&state);
-            return Ok(QueueReceipt { id, started_run: false });
+            return Ok(PromptReceipt { id, disposition });
         }
-        let limits = state.limits.clone();
+        let limits = limits.unwrap_or_else(|| state.limits.clone());
         let setup = self.shared.activate(&mut state, id.clone(), content, limits);
         drop(state);
         runtime.spawn(self.shared.clone().drive(setup));
-        Ok(QueueReceipt { id, started_run: true })
+        Ok(PromptReceipt { id, disposition: PromptDisposition::Started })
     }
 
     /// Both queues as they are now.
@@ -498,11 +556,6 @@ impl Harness {
     pub fn set_limits(&self, limits: RunLimits) {
         self.shared.lock().limits = limits;
     }
-}
-
-/// Milliseconds since the Unix epoch (re-exported for hosts building messages).
-pub fn timestamp_ms() -> i64 {
-    now_ms()
 }
 
 #[cfg(test)]

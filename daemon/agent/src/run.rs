@@ -106,7 +106,8 @@ impl Run<'_> {
     async fn execute(&mut self) -> RunEnd {
         tracing::debug!(run_id = %self.setup.run_id, "run started");
         let input = std::mem::take(&mut self.setup.input);
-        self.append_input(Message::User(UserMessage { content: input, timestamp: now_ms() }));
+        self.shared
+            .append_input(Message::User(UserMessage { content: input, timestamp: now_ms() }));
         loop {
             if self.stop.is_stopped() {
                 return self.end(self.stop.end_reason(), None);
@@ -170,7 +171,8 @@ impl Run<'_> {
                 return self.end(reason, None);
             }
             for content in self.shared.take_steering() {
-                self.append_input(Message::User(UserMessage { content, timestamp: now_ms() }));
+                self.shared
+                    .append_input(Message::User(UserMessage { content, timestamp: now_ms() }));
             }
         }
     }
@@ -317,11 +319,6 @@ impl Run<'_> {
             Some(self.stop.reason_text().to_string()),
             now_ms(),
         )
-    }
-
-    /// Appends a user or tool-result message with its `MessageStart` and `MessageEnd`.
-    fn append_input(&self, message: Message) {
-        self.shared.append_input(message);
     }
 
     fn end(&self, reason: EndReason, error: Option<String>) -> RunEnd {

@@ -933,3 +933,71 @@ fn starting_a_run_outside_a_runtime_is_an_error_not_a_panic() {
     assert!(matches!(harness.prompt(text("hi")), Err(HarnessError::NoRuntime)));
     assert!(!harness.is_running());
 }
+
+/// Hooks with a bug: they panic before a tool call.
+struct PanickingHooks;
+
+impl AgentHooks for PanickingHooks {
+    fn before_tool_call<'a>(&'a self, _: &'a ToolCallContext) -> BoxFuture<'a, ToolCallDecision> {
+        Box::pin(async { panic!("hook bug") })
+    }
+}
+
+#[tokio::test]
+async fn a_panic_inside_the_run_ends_it_with_an_error_and_keeps_the_history_valid() {
+    let provider = ScriptedProvider::new(vec![
+        tool_reply(&[("c1", "echo", json!({"text": "x"}))]),
+        text_reply("still alive"),
+    ]);
+    let (harness, mut events) = harness_with(provider, vec![Arc::new(Echo)], |config| {
+        config.hooks = Arc::new(PanickingHooks);
+    });
+    harness.prompt(text("go")).unwrap();
+    let seen = until_settled(&mut events).await;
+    assert_eq!(
+        ends(&seen),
+        vec![(EndReason::Error, Some("internal error: the run panicked".into()), 0)]
+    );
+    let messages = harness.messages();
+    assert_history_valid(&messages);
+    assert_eq!(
+        tool_results(&messages),
+        vec![("c1".into(), true, "interrupted: internal error in the agent loop".into())]
+    );
+    harness.set_hooks(Arc::new(crate::NoHooks));
+    harness.prompt(text("again")).unwrap();
+    let seen = until_settled(&mut events).await;
+    assert_eq!(ends(&seen), vec![(EndReason::Completed, None, 1)]);
+}
+
+#[tokio::test]
+async fn prompt_or_queue_starts_steers_or_queues_atomically() {
+    let gate = Gate::new(false);
+    let provider = ScriptedProvider::new(vec![
+        tool_reply(&[("g", "gate", json!({}))]),
+        text_reply("after steer"),
+        tool_reply(&[("1", "echo", json!({"text": "a"}))]),
+        tool_reply(&[("2", "echo", json!({"text": "b"}))]),
+    ]);
+    let (harness, mut events) = harness_with(provider, vec![gate.clone(), Arc::new(Echo)], |_| {});
+    let started = harness.prompt_or_queue(text("go"), None, BusyBehavior::Steer).unwrap();
+    assert_eq!(started.disposition, PromptDisposition::Started);
+    gate.started.notified().await;
+    let steered = harness.prompt_or_queue(text("steer"), None, BusyBehavior::Steer).unwrap();
+    assert_eq!(steered.disposition, PromptDisposition::Steered);
+    let limits = RunLimits { max_turns: Some(1), ..RunLimits::default() };
+    let queued =
+        harness.prompt_or_queue(text("later"), Some(limits), BusyBehavior::FollowUp).unwrap();
+    assert_eq!(queued.disposition, PromptDisposition::Queued);
+    gate.release.notify_one();
+    let seen = until_settled(&mut events).await;
+    // The follow-up's run kept its own one-turn limit.
+    assert_eq!(ends(&seen), vec![(EndReason::Completed, None, 2), (EndReason::MaxTurns, None, 1)]);
+    assert_eq!(
+        seen.iter().rev().find_map(|event| match event {
+            SessionEvent::AgentStart { run_id } => Some(run_id.clone()),
+            _ => None,
+        }),
+        Some(queued.id)
+    );
+}
