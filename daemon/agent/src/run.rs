@@ -19,7 +19,8 @@ use rein_ai::{
 };
 use rein_protocol::event::{EndReason, SessionEvent};
 use rein_protocol::message::{
-    AssistantMessage, ContentBlock, Message, StopReason, ToolCall, Usage, UserMessage,
+    AssistantMessage, ContentBlock, Message, StopReason, ToolCall, ToolResultMessage, Usage,
+    UserMessage,
 };
 use rein_protocol::model::{ModelInfo, ThinkingLevel};
 use std::sync::Arc;
@@ -129,22 +130,7 @@ impl Run<'_> {
             self.ensure_started();
             self.shared.append_message(Message::Assistant(message.clone()));
             let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
-            let batch = BatchContext {
-                run_id: &self.setup.run_id,
-                events: &self.shared.events,
-                hooks: self.setup.hooks.as_ref(),
-                tools: &self.setup.tools,
-                stop: &self.stop,
-            };
-            let record =
-                |result: &_| self.shared.append_input(Message::ToolResult(Clone::clone(result)));
-            let tool_results = match &ending {
-                None => execute_batch(&batch, &calls, record).await,
-                Some((EndReason::Error, _)) => {
-                    skip_calls(&batch, &calls, NOT_RUN_REQUEST_FAILED, record)
-                }
-                Some(_) => skip_calls(&batch, &calls, self.stop.reason_text(), record),
-            };
+            let tool_results = self.answer_calls(&calls, ending.as_ref().map(|e| e.0)).await;
             let all_failed =
                 !tool_results.is_empty() && tool_results.iter().all(|result| result.is_error);
             self.shared.events.emit(SessionEvent::TurnEnd {
@@ -155,26 +141,59 @@ impl Run<'_> {
             if let Some((reason, error)) = ending {
                 return self.end(reason, error);
             }
-            if self.stop.is_stopped() {
-                return self.end(self.stop.end_reason(), None);
-            }
-            self.failed_turns = if all_failed { self.failed_turns + 1 } else { 0 };
-            if calls.is_empty() && !self.shared.has_steering() {
-                return self.end(EndReason::Completed, None);
-            }
-            let progress = RunProgress {
-                turns: self.turns,
-                cost: self.usage.cost.total,
-                failed_turns: self.failed_turns,
-            };
-            if let Some(reason) = self.setup.limits.exceeded(&progress) {
-                return self.end(reason, None);
-            }
-            for content in self.shared.take_steering() {
-                self.shared
-                    .append_input(Message::User(UserMessage { content, timestamp: now_ms() }));
+            if let Some(end) = self.turn_boundary(!calls.is_empty(), all_failed) {
+                return end;
             }
         }
+    }
+
+    /// Runs the calls of a reply, or, when the reply ended the run (`ending` is its reason),
+    /// gives each an error result saying why it did not run. Results are appended in call
+    /// order.
+    async fn answer_calls(
+        &self,
+        calls: &[ToolCall],
+        ending: Option<EndReason>,
+    ) -> Vec<ToolResultMessage> {
+        let batch = BatchContext {
+            run_id: &self.setup.run_id,
+            events: &self.shared.events,
+            hooks: self.setup.hooks.as_ref(),
+            tools: &self.setup.tools,
+            stop: &self.stop,
+        };
+        let record = |result: &ToolResultMessage| {
+            self.shared.append_input(Message::ToolResult(result.clone()));
+        };
+        match ending {
+            None => execute_batch(&batch, calls, record).await,
+            Some(EndReason::Error) => skip_calls(&batch, calls, NOT_RUN_REQUEST_FAILED, record),
+            Some(_) => skip_calls(&batch, calls, self.stop.reason_text(), record),
+        }
+    }
+
+    /// Decides at a turn boundary whether the run goes on; when it does, appends the pending
+    /// steering messages. `Some` is how the run ends.
+    fn turn_boundary(&mut self, made_calls: bool, all_calls_failed: bool) -> Option<RunEnd> {
+        if self.stop.is_stopped() {
+            return Some(self.end(self.stop.end_reason(), None));
+        }
+        self.failed_turns = if all_calls_failed { self.failed_turns + 1 } else { 0 };
+        if !made_calls && !self.shared.has_steering() {
+            return Some(self.end(EndReason::Completed, None));
+        }
+        let progress = RunProgress {
+            turns: self.turns,
+            cost: self.usage.cost.total,
+            failed_turns: self.failed_turns,
+        };
+        if let Some(reason) = self.setup.limits.exceeded(&progress) {
+            return Some(self.end(reason, None));
+        }
+        for content in self.shared.take_steering() {
+            self.shared.append_input(Message::User(UserMessage { content, timestamp: now_ms() }));
+        }
+        None
     }
 
     /// Asks the provider, giving the host one chance to recover from a context overflow.
@@ -189,7 +208,10 @@ impl Run<'_> {
                 {
                     self.overflow_recovered = true;
                     let history = self.shared.messages();
-                    tracing::info!(run_id = %self.setup.run_id, "context overflow; asking the host to compact");
+                    tracing::info!(
+                        run_id = %self.setup.run_id,
+                        "context overflow; asking the host to compact"
+                    );
                     let compacted = tokio::select! {
                         biased;
                         () = self.stop.token().cancelled() => return Reply::Stopped(message),

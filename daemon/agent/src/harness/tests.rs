@@ -1001,3 +1001,46 @@ async fn prompt_or_queue_starts_steers_or_queues_atomically() {
         Some(queued.id)
     );
 }
+
+/// An approval nobody ever answers.
+struct NeverApproves;
+
+impl AgentHooks for NeverApproves {
+    fn before_tool_call<'a>(&'a self, _: &'a ToolCallContext) -> BoxFuture<'a, ToolCallDecision> {
+        Box::pin(futures::future::pending())
+    }
+}
+
+#[tokio::test]
+async fn cancel_while_an_approval_waits_answers_the_call() {
+    let provider = ScriptedProvider::new(vec![tool_reply(&[("c1", "echo", json!({"text": "x"}))])]);
+    let (harness, mut events) = harness_with(provider, vec![Arc::new(Echo)], |config| {
+        config.hooks = Arc::new(NeverApproves);
+    });
+    harness.prompt(text("go")).unwrap();
+    events_until(&mut events, |event| matches!(event, SessionEvent::ToolExecutionStart { .. }))
+        .await;
+    assert!(harness.cancel());
+    let seen = until_settled(&mut events).await;
+    assert_eq!(ends(&seen), vec![(EndReason::Cancelled, None, 1)]);
+    assert_eq!(
+        tool_results(&harness.messages()),
+        vec![("c1".into(), true, "cancelled by user".into())]
+    );
+}
+
+#[tokio::test]
+async fn the_time_limit_interrupts_a_stuck_tool() {
+    let gate = Gate::new(true);
+    let provider = ScriptedProvider::new(vec![tool_reply(&[("g", "gate", json!({}))])]);
+    let (harness, mut events) = harness_with(provider, vec![gate], |config| {
+        config.limits.max_wall_time = Some(Duration::from_millis(20));
+    });
+    harness.prompt(text("wait")).unwrap();
+    let seen = until_settled(&mut events).await;
+    assert_eq!(ends(&seen), vec![(EndReason::TimeLimit, None, 1)]);
+    let results = tool_results(&harness.messages());
+    assert_eq!(results.len(), 1);
+    assert!(results[0].1);
+    assert!(results[0].2.contains("time limit"), "{}", results[0].2);
+}
