@@ -267,6 +267,9 @@ impl Shared {
                     }
                 }
             };
+            // From the end of this run to the start of the next (or to settling) is one step
+            // under the lock, so a prompt never sees a run that has already ended as busy.
+            let mut state = self.lock();
             self.events.emit(SessionEvent::AgentEnd {
                 run_id,
                 reason: end.reason,
@@ -274,7 +277,6 @@ impl Shared {
                 usage: end.usage,
                 turns: end.turns,
             });
-            let mut state = self.lock();
             state.active = None;
             let leftover_steering = std::mem::take(&mut state.steering);
             let moved = !leftover_steering.is_empty();

@@ -91,6 +91,12 @@ impl ToolSet {
         self.by_name.get(name).map(|&index| &self.tools[index].tool)
     }
 
+    /// The tools, in registration order (the coding layer reads their guidance from here to
+    /// build the system prompt).
+    pub fn tools(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools.iter().map(|registered| &registered.tool)
+    }
+
     /// The tool names, in registration order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.tools.iter().map(|registered| registered.tool.name())

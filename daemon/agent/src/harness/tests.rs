@@ -1044,3 +1044,22 @@ async fn the_time_limit_interrupts_a_stuck_tool() {
     assert!(results[0].1);
     assert!(results[0].2.contains("time limit"), "{}", results[0].2);
 }
+
+#[test]
+fn a_harness_can_be_shared_across_tasks() {
+    fn shareable<T: Send + Sync + Clone + 'static>() {}
+    shareable::<Harness>();
+}
+
+#[tokio::test]
+async fn a_prompt_right_after_agent_end_is_never_refused_as_busy() {
+    let provider = ScriptedProvider::new(vec![text_reply("one"), text_reply("two")]);
+    let (harness, mut events) = harness_with(provider, vec![], |_| {});
+    harness.prompt(text("first")).unwrap();
+    events_until(&mut events, |event| matches!(event, SessionEvent::AgentEnd { .. })).await;
+    assert!(!harness.is_running());
+    harness.prompt(text("second")).unwrap();
+    until_settled(&mut events).await;
+    until_settled(&mut events).await;
+    assert_eq!(harness.messages().len(), 4);
+}
