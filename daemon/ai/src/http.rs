@@ -12,9 +12,8 @@ use crate::provider::{
 };
 use crate::registry::Environment;
 use crate::retry::RetryPolicy;
-use crate::wire::{Decoder, Step, auth_headers, endpoint, request_body, unterminated};
+use crate::wire::{Decoder, Step, auth_headers, endpoint, request_body, sse_events, unterminated};
 use bytes::Bytes;
-use eventsource_stream::Eventsource;
 use futures::channel::mpsc;
 use futures::{SinkExt, StreamExt};
 use rein_protocol::message::StopReason;
@@ -228,7 +227,7 @@ impl Inner {
             return Err(Failure::from_http(&self.settings.name, status, &headers, &text));
         }
         let mut decoder = Decoder::new(api);
-        let mut events = response.bytes_stream().eventsource();
+        let mut events = std::pin::pin!(sse_events(response.bytes_stream()));
         while let Some(event) = events.next().await {
             let event = event.map_err(|error| {
                 Failure::transient(

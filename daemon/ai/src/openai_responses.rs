@@ -2,7 +2,8 @@
 //!
 //! Requests are stateless (`store: false`) and ask for encrypted reasoning, so a reasoning
 //! item can be replayed on the next turn: the whole item is kept as JSON in the thinking
-//! block's `signature` and sent back verbatim to the same provider.
+//! block's `signature` and sent back verbatim to the same provider. A function call is stored
+//! with the id `call_id|fc_id` so that its output item id can be replayed with it too.
 
 use crate::assemble::MessageBuilder;
 use crate::failure::Failure;
@@ -57,12 +58,19 @@ pub fn request_body(request: &ProviderRequest) -> Value {
                                 }));
                             }
                         }
-                        ContentBlock::ToolCall(call) => input.push(json!({
-                            "type": "function_call",
-                            "call_id": wire_tool_call_id(Api::OpenAiResponses, &call.id),
-                            "name": call.name,
-                            "arguments": arguments_text(&call.arguments),
-                        })),
+                        ContentBlock::ToolCall(call) => {
+                            let (call_id, item_id) = split_call_id(&call.id);
+                            let mut item = json!({
+                                "type": "function_call",
+                                "call_id": wire_tool_call_id(Api::OpenAiResponses, call_id),
+                                "name": call.name,
+                                "arguments": arguments_text(&call.arguments),
+                            });
+                            if let Some(item_id) = item_id.filter(|_| native) {
+                                item["id"] = json!(item_id);
+                            }
+                            input.push(item);
+                        }
                         _ => {}
                     }
                 }
@@ -71,7 +79,10 @@ pub fn request_body(request: &ProviderRequest) -> Value {
                 let text = result.text();
                 input.push(json!({
                     "type": "function_call_output",
-                    "call_id": wire_tool_call_id(Api::OpenAiResponses, &result.tool_call_id),
+                    "call_id": wire_tool_call_id(
+                        Api::OpenAiResponses,
+                        split_call_id(&result.tool_call_id).0,
+                    ),
                     "output": if text.is_empty() { "(no output)".to_string() } else { text },
                 }));
                 let images: Vec<Value> = result
@@ -123,6 +134,22 @@ pub fn request_body(request: &ProviderRequest) -> Value {
     body
 }
 
+/// Splits a stored Responses tool-call id, `call_id|item_id`, into its call id and the
+/// `fc_…` id of the output item that carried it (needed to replay the item next to its
+/// reasoning). Ids from other APIs have no item part.
+pub fn split_call_id(id: &str) -> (&str, Option<&str>) {
+    match id.split_once('|') {
+        Some((call_id, item_id))
+            if !call_id.is_empty()
+                && item_id.starts_with("fc_")
+                && item_id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-') =>
+        {
+            (call_id, Some(item_id))
+        }
+        _ => (id, None),
+    }
+}
+
 fn input_part(block: &ContentBlock, images: bool) -> Option<Value> {
     match block {
         ContentBlock::Text { text } => Some(json!({"type": "input_text", "text": text})),
@@ -134,6 +161,19 @@ fn input_part(block: &ContentBlock, images: bool) -> Option<Value> {
         }
         _ => None,
     }
+}
+
+/// The fields of a streamed fragment event (`response.*.delta`).
+#[derive(serde::Deserialize)]
+struct Fragment<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    #[serde(default)]
+    output_index: u64,
+    #[serde(default)]
+    summary_index: Option<u64>,
+    #[serde(default, borrow)]
+    delta: Option<std::borrow::Cow<'a, str>>,
 }
 
 /// Decodes a Responses SSE stream into a [`MessageBuilder`].
@@ -151,20 +191,56 @@ impl ResponsesDecoder {
         if data.trim().is_empty() {
             return Ok(Step::Continue);
         }
-        let event: Value = serde_json::from_str(data).map_err(|e| {
+        let malformed = |e: serde_json::Error| {
             Failure::fatal(ProviderErrorKind::Protocol, format!("malformed event: {e}"))
-        })?;
-        let kind = event.get("type").and_then(Value::as_str).unwrap_or_default();
-        let output_index = event.get("output_index").and_then(Value::as_u64).unwrap_or(0);
-        let text_of = |key: &str| event.get(key).and_then(Value::as_str).unwrap_or_default();
-        match kind {
+        };
+        // Fragments are most of the stream: read them without building a JSON tree.
+        let fragment: Fragment<'_> = serde_json::from_str(data).map_err(malformed)?;
+        if let Some(delta) = &fragment.delta {
+            let output_index = fragment.output_index;
+            match fragment.kind.as_ref() {
+                "response.output_text.delta" | "response.refusal.delta" => {
+                    let block = self.block_or(output_index, || out.open_text());
+                    out.append_text(block, delta);
+                    return Ok(Step::Continue);
+                }
+                "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
+                    let part = fragment.summary_index.unwrap_or(0);
+                    let block = self.block_or(output_index, || out.open_thinking());
+                    if let Some((last_item, last_part)) = self.last_summary
+                        && last_item == output_index
+                        && last_part != part
+                    {
+                        out.append_thinking(block, "\n\n");
+                    }
+                    self.last_summary = Some((output_index, part));
+                    out.append_thinking(block, delta);
+                    return Ok(Step::Continue);
+                }
+                "response.function_call_arguments.delta" => {
+                    if let Some(block) = self.block(output_index) {
+                        out.append_tool_arguments(block, delta);
+                    }
+                    return Ok(Step::Continue);
+                }
+                _ => {}
+            }
+        }
+        let event: Value = serde_json::from_str(data).map_err(malformed)?;
+        let output_index = fragment.output_index;
+        match fragment.kind.as_ref() {
             "response.output_item.added" => {
                 let item = &event["item"];
                 match item.get("type").and_then(Value::as_str) {
                     Some("function_call") => {
-                        let id = item.get("call_id").and_then(Value::as_str).unwrap_or_default();
+                        let call_id =
+                            item.get("call_id").and_then(Value::as_str).unwrap_or_default();
+                        let id = match item.get("id").and_then(Value::as_str) {
+                            Some(item_id) if !item_id.is_empty() => format!("{call_id}|{item_id}"),
+                            _ => call_id.to_string(),
+                        };
                         let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
-                        let block = out.open_tool_call(id, name);
+                        let block = out.open_tool_call(&id, name);
                         self.items.push((output_index, block));
                     }
                     Some("reasoning") => {
@@ -172,41 +248,6 @@ impl ResponsesDecoder {
                         self.items.push((output_index, block));
                     }
                     _ => {}
-                }
-            }
-            "response.output_text.delta" | "response.refusal.delta" => {
-                let block = match self.block(output_index) {
-                    Some(block) => block,
-                    None => {
-                        let block = out.open_text();
-                        self.items.push((output_index, block));
-                        block
-                    }
-                };
-                out.append_text(block, text_of("delta"));
-            }
-            "response.reasoning_summary_text.delta" | "response.reasoning_text.delta" => {
-                let part = event.get("summary_index").and_then(Value::as_u64).unwrap_or(0);
-                let block = match self.block(output_index) {
-                    Some(block) => block,
-                    None => {
-                        let block = out.open_thinking();
-                        self.items.push((output_index, block));
-                        block
-                    }
-                };
-                if let Some((last_item, last_part)) = self.last_summary
-                    && last_item == output_index
-                    && last_part != part
-                {
-                    out.append_thinking(block, "\n\n");
-                }
-                self.last_summary = Some((output_index, part));
-                out.append_thinking(block, text_of("delta"));
-            }
-            "response.function_call_arguments.delta" => {
-                if let Some(block) = self.block(output_index) {
-                    out.append_tool_arguments(block, text_of("delta"));
                 }
             }
             "response.output_item.done" => {
@@ -228,7 +269,7 @@ impl ResponsesDecoder {
                 if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
                     out.set_usage(usage_of(usage));
                 }
-                let incomplete = kind == "response.incomplete"
+                let incomplete = fragment.kind == "response.incomplete"
                     || response.get("status").and_then(Value::as_str) == Some("incomplete");
                 out.set_stop_reason(if incomplete { StopReason::Length } else { StopReason::Stop });
                 return Ok(Step::Done);
@@ -237,10 +278,8 @@ impl ResponsesDecoder {
                 let error = &event["response"]["error"];
                 let text =
                     error.get("message").and_then(Value::as_str).unwrap_or("response failed");
-                return Err(Failure::from_stream_error(
-                    text,
-                    error.get("code").and_then(Value::as_str),
-                ));
+                let code = error.get("code").and_then(Value::as_str);
+                return Err(Failure::from_stream_error(text, code));
             }
             "error" => {
                 let error = event.get("error").unwrap_or(&event);
@@ -251,6 +290,16 @@ impl ResponsesDecoder {
             _ => {}
         }
         Ok(Step::Continue)
+    }
+
+    /// The block of output item `output_index`, opened with `open` when there is none yet.
+    fn block_or(&mut self, output_index: u64, open: impl FnOnce() -> usize) -> usize {
+        if let Some(block) = self.block(output_index) {
+            return block;
+        }
+        let block = open();
+        self.items.push((output_index, block));
+        block
     }
 
     fn block(&self, output_index: u64) -> Option<usize> {

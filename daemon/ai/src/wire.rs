@@ -98,6 +98,45 @@ impl Decoder {
     }
 }
 
+/// The SSE events of a response body.
+///
+/// Network reads are first cut after each event's blank line before `eventsource-stream`
+/// sees them: its parser copies the rest of its buffer after every line, so a read holding
+/// many small events would cost time quadratic in the read's size. Cutting is free (`Bytes`
+/// slices share memory), and a read that ends inside an event (or inside a UTF-8 character)
+/// is still joined by the parser.
+pub fn sse_events<S, E>(
+    bytes: S,
+) -> impl Stream<Item = Result<eventsource_stream::Event, eventsource_stream::EventStreamError<E>>>
+where
+    S: Stream<Item = Result<Bytes, E>>,
+{
+    bytes.flat_map(|read| futures::stream::iter(cut_at_event_ends(read))).eventsource()
+}
+
+fn cut_at_event_ends<E>(read: Result<Bytes, E>) -> Vec<Result<Bytes, E>> {
+    let bytes = match read {
+        Ok(bytes) => bytes,
+        Err(error) => return vec![Err(error)],
+    };
+    let mut pieces = Vec::new();
+    let mut piece_start = 0;
+    let mut line_start = 0;
+    for (end, _) in bytes.iter().enumerate().filter(|(_, b)| **b == b'\n') {
+        let line = &bytes[line_start..end];
+        // A blank line ends an event: cut after it.
+        if line.is_empty() || line == b"\r" {
+            pieces.push(Ok(bytes.slice(piece_start..end + 1)));
+            piece_start = end + 1;
+        }
+        line_start = end + 1;
+    }
+    if piece_start < bytes.len() {
+        pieces.push(Ok(bytes.slice(piece_start..)));
+    }
+    pieces
+}
+
 /// The error for a stream that ended before its terminal event.
 pub fn unterminated() -> Failure {
     Failure::protocol("the stream ended before its terminal event")
@@ -116,7 +155,7 @@ where
 {
     let mut builder = MessageBuilder::new(model, 0);
     let mut decoder = Decoder::new(model.api);
-    let mut events = bytes.eventsource();
+    let mut events = std::pin::pin!(sse_events(bytes));
     let mut deltas = 0;
     while let Some(event) = events.next().await {
         let event = event.map_err(|e| {
@@ -130,4 +169,197 @@ where
         }
     }
     Err(unterminated())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::provider::{RequestContext, StreamOptions};
+    use rein_protocol::message::{ContentBlock, StopReason, ToolCall};
+    use rein_protocol::model::{ModelCost, ThinkingLevel};
+    use serde_json::json;
+    use std::convert::Infallible;
+
+    fn model(api: Api) -> ModelInfo {
+        ModelInfo {
+            provider: "p".into(),
+            id: "m".into(),
+            name: String::new(),
+            api,
+            context_window: 1000,
+            max_output_tokens: 500,
+            images: false,
+            reasoning: true,
+            cost: ModelCost::default(),
+            known: true,
+        }
+    }
+
+    /// Feeds `text` in pieces of `size` bytes (splitting UTF-8 characters on purpose).
+    fn run(api: Api, text: &str, size: usize) -> Result<AssistantMessage, Failure> {
+        let chunks: Vec<Result<Bytes, Infallible>> =
+            text.as_bytes().chunks(size).map(|c| Ok(Bytes::copy_from_slice(c))).collect();
+        futures::executor::block_on(assemble(&model(api), futures::stream::iter(chunks)))
+            .map(|(message, _)| message)
+    }
+
+    #[test]
+    fn chat_reads_reasoning_comments_usage_only_chunks_and_reused_indexes() {
+        let stream = concat!(
+            ": OPENROUTER PROCESSING\r\n\r\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"th\"}}]}\r\n\r\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"h\u{e9}\"}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"a\",",
+            "\"function\":{\"name\":\"x\",\"arguments\":\"{\\\"k\\\"\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,",
+            "\"function\":{\"arguments\":\":1}\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"b\",",
+            "\"function\":{\"name\":\"y\",\"arguments\":\"{}\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+            "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":3,",
+            "\"total_tokens\":12,\"prompt_tokens_details\":{\"cached_tokens\":4}}}\n\n",
+            "data: [DONE]\n\n",
+        );
+        for size in [1, 2, 7, 4096] {
+            let message = run(Api::OpenAiChat, stream, size).unwrap();
+            assert_eq!(
+                message.content[0],
+                ContentBlock::Thinking { thinking: "th".into(), signature: None, redacted: false }
+            );
+            assert_eq!(message.content[1], ContentBlock::text("hé"));
+            assert_eq!(
+                message.content[2],
+                ContentBlock::ToolCall(ToolCall {
+                    id: "a".into(),
+                    name: "x".into(),
+                    arguments: json!({"k": 1})
+                })
+            );
+            assert_eq!(
+                message.content[3],
+                ContentBlock::ToolCall(ToolCall {
+                    id: "b".into(),
+                    name: "y".into(),
+                    arguments: json!({})
+                })
+            );
+            assert_eq!(
+                (message.usage.input, message.usage.cache_read, message.usage.output),
+                (5, 4, 3)
+            );
+            assert_eq!(message.stop_reason, StopReason::ToolUse);
+        }
+    }
+
+    #[test]
+    fn a_stream_without_its_terminal_event_is_an_error() {
+        let chat = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"},\"finish_reason\":\"stop\"}]}\n\n";
+        let failure = run(Api::OpenAiChat, chat, 5).unwrap_err();
+        assert_eq!(failure.kind, ProviderErrorKind::Protocol);
+        let anthropic = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":1}}}\n\n";
+        assert_eq!(
+            run(Api::Anthropic, anthropic, 3).unwrap_err().kind,
+            ProviderErrorKind::Protocol
+        );
+    }
+
+    #[test]
+    fn errors_inside_streams_are_classified() {
+        let chat = "data: {\"error\":{\"message\":\"This model's maximum context length is 10 tokens\"}}\n\n";
+        assert_eq!(
+            run(Api::OpenAiChat, chat, 64).unwrap_err().kind,
+            ProviderErrorKind::ContextOverflow
+        );
+        let anthropic = "event: ping\ndata: {\"type\":\"ping\"}\n\nevent: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n";
+        let failure = run(Api::Anthropic, anthropic, 64).unwrap_err();
+        assert!(failure.retryable && failure.message.contains("Overloaded"));
+        let responses = "event: response.failed\ndata: {\"type\":\"response.failed\",\"response\":{\"error\":{\"code\":\"context_length_exceeded\",\"message\":\"Your input exceeds the context window of this model.\"}}}\n\n";
+        assert_eq!(
+            run(Api::OpenAiResponses, responses, 64).unwrap_err().kind,
+            ProviderErrorKind::ContextOverflow
+        );
+        let garbage = "data: {not json\n\n";
+        assert_eq!(
+            run(Api::OpenAiChat, garbage, 64).unwrap_err().kind,
+            ProviderErrorKind::Protocol
+        );
+    }
+
+    #[test]
+    fn responses_separates_summary_parts() {
+        let events = [
+            json!({"type":"response.output_item.added","output_index":0,"item":{"type":"reasoning","id":"rs"}}),
+            json!({"type":"response.reasoning_summary_text.delta","output_index":0,"summary_index":0,"delta":"one"}),
+            json!({"type":"response.reasoning_summary_text.delta","output_index":0,"summary_index":1,"delta":"two"}),
+            json!({"type":"response.output_item.done","output_index":0,"item":{"type":"reasoning","id":"rs","summary":[]}}),
+            json!({"type":"response.completed","response":{"status":"completed","usage":{"input_tokens":3,"output_tokens":2,"total_tokens":5}}}),
+        ];
+        let text: String = events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap()))
+            .collect();
+        let message = run(Api::OpenAiResponses, &text, 10).unwrap();
+        match &message.content[0] {
+            ContentBlock::Thinking { thinking, signature, .. } => {
+                assert_eq!(thinking, "one\n\ntwo");
+                assert!(signature.as_deref().unwrap().contains("\"rs\""));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(message.usage.total_tokens, 5);
+    }
+
+    fn request(api: Api, thinking: ThinkingLevel, reasoning: bool) -> ProviderRequest {
+        let mut model = model(api);
+        model.reasoning = reasoning;
+        ProviderRequest {
+            model,
+            context: RequestContext::default(),
+            options: StreamOptions { thinking, temperature: Some(0.5), ..StreamOptions::default() },
+        }
+    }
+
+    #[test]
+    fn thinking_levels_reach_only_reasoning_models() {
+        let body = request_body(&request(Api::OpenAiChat, ThinkingLevel::High, true));
+        assert_eq!(body["reasoning_effort"], "high");
+        assert_eq!(body["stream_options"]["include_usage"], true);
+        let body = request_body(&request(Api::OpenAiChat, ThinkingLevel::High, false));
+        assert!(body.get("reasoning_effort").is_none());
+        let body = request_body(&request(Api::OpenAiResponses, ThinkingLevel::Low, true));
+        assert_eq!(body["reasoning"]["effort"], "low");
+        assert_eq!(body["include"][0], "reasoning.encrypted_content");
+        assert_eq!(body["store"], false);
+        let body = request_body(&request(Api::Anthropic, ThinkingLevel::Medium, true));
+        assert_eq!(body["thinking"]["budget_tokens"], 8192);
+        assert_eq!(body["max_tokens"], 8192 + 1024);
+        assert!(body.get("temperature").is_none());
+        let body = request_body(&request(Api::Anthropic, ThinkingLevel::Off, true));
+        assert_eq!(body["max_tokens"], 500);
+        assert_eq!(body["temperature"], 0.5);
+    }
+
+    #[test]
+    fn reads_are_cut_after_each_event() {
+        let read = Bytes::from_static(b"data: a\n\nevent: x\r\ndata: b\r\n\r\ndata: par");
+        let pieces: Vec<Bytes> =
+            cut_at_event_ends::<Infallible>(Ok(read)).into_iter().map(|p| p.unwrap()).collect();
+        assert_eq!(
+            pieces,
+            vec![
+                Bytes::from_static(b"data: a\n\n"),
+                Bytes::from_static(b"event: x\r\ndata: b\r\n\r\n"),
+                Bytes::from_static(b"data: par"),
+            ]
+        );
+    }
+
+    #[test]
+    fn endpoints_and_auth_headers() {
+        assert_eq!(endpoint(Api::Anthropic, "http://h/v1/"), "http://h/v1/messages");
+        assert_eq!(endpoint(Api::OpenAiChat, "http://h/v1"), "http://h/v1/chat/completions");
+        assert_eq!(endpoint(Api::OpenAiResponses, "http://h/v1"), "http://h/v1/responses");
+        assert!(auth_headers(Api::OpenAiChat, None).is_empty());
+        assert_eq!(auth_headers(Api::Anthropic, None).len(), 1);
+    }
 }

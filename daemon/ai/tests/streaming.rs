@@ -44,6 +44,11 @@ fn expected(api: Api, actual_signature: Option<String>) -> AssistantMessage {
         Api::Anthropic => Some("sig-abc".to_string()),
         Api::OpenAiResponses => actual_signature,
     };
+    // Responses ids also name the output item (`call_id|fc_id`), for replay.
+    let id = |call: &str, n: u32| match api {
+        Api::OpenAiResponses => format!("{call}|fc_{n}"),
+        _ => call.to_string(),
+    };
     AssistantMessage {
         content: vec![
             ContentBlock::Thinking {
@@ -53,12 +58,12 @@ fn expected(api: Api, actual_signature: Option<String>) -> AssistantMessage {
             },
             ContentBlock::text("Let me look — 日本語 text."),
             ContentBlock::ToolCall(ToolCall {
-                id: "call_one".into(),
+                id: id("call_one", 1),
                 name: "bash".into(),
                 arguments: json!({"command": "ls -la | grep \"é\"", "timeout": 30}),
             }),
             ContentBlock::ToolCall(ToolCall {
-                id: "call_two".into(),
+                id: id("call_two", 2),
                 name: "read".into(),
                 arguments: json!({"path": "src/main.rs", "lines": [1, 2, 3]}),
             }),

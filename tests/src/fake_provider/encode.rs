@@ -311,3 +311,54 @@ pub fn context_overflow_body(format: WireFormat) -> Value {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fake_provider::script::ScriptToolCall;
+    use serde_json::json;
+
+    fn data_lines(events: &[SseEvent]) -> Vec<Value> {
+        events
+            .iter()
+            .filter_map(|e| {
+                let text = String::from_utf8(e.clone()).unwrap();
+                let data = text.lines().find_map(|l| l.strip_prefix("data: "))?.to_string();
+                serde_json::from_str(&data).ok()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn tool_arguments_are_split_and_ids_counted() {
+        let reply = Reply {
+            tool_calls: vec![ScriptToolCall {
+                name: "bash".into(),
+                arguments: json!({"command": "ls"}),
+                ..Default::default()
+            }],
+            delta_size: Some(4),
+            ..Reply::default()
+        };
+        let mut n = 6;
+        let mut ids = move || {
+            n += 1;
+            n
+        };
+        let events = data_lines(&stream(WireFormat::Anthropic, &reply, "m", &mut ids));
+        let partial: String =
+            events.iter().filter_map(|e| e["delta"]["partial_json"].as_str()).collect();
+        assert_eq!(partial, r#"{"command":"ls"}"#);
+        assert!(events.iter().filter(|e| e["delta"]["partial_json"].is_string()).count() > 3);
+        assert!(events.iter().any(|e| e["content_block"]["id"] == "toolu_7"));
+        assert_eq!(events.last().unwrap()["type"], "message_stop");
+    }
+
+    #[test]
+    fn formats_are_chosen_by_path() {
+        assert_eq!(WireFormat::from_path("/v1/chat/completions"), Some(WireFormat::Chat));
+        assert_eq!(WireFormat::from_path("/api/v1/responses?x=1"), Some(WireFormat::Responses));
+        assert_eq!(WireFormat::from_path("/v1/messages"), Some(WireFormat::Anthropic));
+        assert_eq!(WireFormat::from_path("/v1/models"), None);
+    }
+}

@@ -180,3 +180,74 @@ impl Drop for FakeProvider {
         self.task.abort();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Posts `body` to `path` with a bare HTTP/1.1 client and returns the whole response.
+    async fn post(fake: &FakeProvider, path: &str, body: &str) -> String {
+        let mut socket = tokio::net::TcpStream::connect(fake.address()).await.unwrap();
+        let request = format!(
+            "POST {path} HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n\
+             x-test: yes\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        socket.write_all(request.as_bytes()).await.unwrap();
+        let mut response = Vec::new();
+        socket.read_to_end(&mut response).await.unwrap();
+        String::from_utf8(response).unwrap()
+    }
+
+    #[tokio::test]
+    async fn replies_follow_the_script_then_fail_loudly() {
+        let fake = FakeProvider::start(vec![Reply::text("hi")]).await.unwrap();
+        let first = post(&fake, "/v1/chat/completions", r#"{"model":"m"}"#).await;
+        assert!(first.starts_with("HTTP/1.1 200 OK"));
+        assert!(first.contains("\"content\":\"hi\"") && first.contains("data: [DONE]"));
+        let second = post(&fake, "/v1/chat/completions", "{}").await;
+        assert!(second.starts_with("HTTP/1.1 500"));
+        assert!(second.contains("the script is exhausted (request 2"));
+        fake.push(Reply::fault(Fault::ContextOverflow));
+        let third = post(&fake, "/v1/messages", "{}").await;
+        assert!(third.starts_with("HTTP/1.1 400") && third.contains("prompt is too long"));
+        let requests = fake.requests();
+        assert_eq!(requests.len(), 3);
+        assert_eq!(requests[0].body, serde_json::json!({"model": "m"}));
+        assert_eq!(requests[0].header("X-Test"), Some("yes"));
+        assert_eq!(requests[2].path, "/v1/messages");
+        assert_eq!(fake.remaining(), 0);
+    }
+
+    #[tokio::test]
+    async fn loop_mode_starts_over_and_unknown_paths_are_refused() {
+        let options = FakeOptions { loop_script: true, ..FakeOptions::default() };
+        let fake = FakeProvider::start_with(vec![Reply::text("a"), Reply::text("b")], options)
+            .await
+            .unwrap();
+        let mut texts = Vec::new();
+        for _ in 0..3 {
+            let response = post(&fake, "/v1/messages", "{}").await;
+            texts.push(response.contains("\"text\":\"a\""));
+        }
+        assert_eq!(texts, vec![true, false, true]);
+        assert!(post(&fake, "/v1/embeddings", "{}").await.starts_with("HTTP/1.1 404"));
+    }
+
+    #[tokio::test]
+    async fn rate_limits_carry_their_headers() {
+        let reply = Reply {
+            retry_after: Some(2),
+            retry_after_ms: Some(1500),
+            ..Reply::fault(Fault::RateLimit)
+        };
+        let fake = FakeProvider::start(vec![reply]).await.unwrap();
+        let response = post(&fake, "/v1/responses", "{}").await;
+        assert!(response.starts_with("HTTP/1.1 429"));
+        assert!(
+            response.contains("retry-after: 2\r\n")
+                && response.contains("retry-after-ms: 1500\r\n")
+        );
+    }
+}
