@@ -1,4 +1,5 @@
 //! Shared test fixtures for every rein crate: the scripted fake provider and the daemon fixture.
 
+pub mod background;
 pub mod daemon;
 pub mod fake_provider;
