@@ -139,13 +139,18 @@ async fn run_call(context: &BatchContext<'_>, call: &ToolCall) -> ToolResultMess
             }
         }
     };
-    let result = result_message(call, output);
-    let result = tokio::select! {
+    let amended = tokio::select! {
         biased;
-        () = stop.token().cancelled() => result,
-        amended = context.hooks.after_tool_call(&hook_call, result.clone()) => amended,
+        () = stop.token().cancelled() => None,
+        amended = context.hooks.after_tool_call(&hook_call, result_message(call, output)) => {
+            Some(amended)
+        }
     };
-    end(context, result)
+    match amended {
+        Some(result) => end(context, result),
+        // Stopped while the after-hook ran: the call's own result went with the hook.
+        None => finish(context, call, ToolOutput::error(stop.reason_text())),
+    }
 }
 
 /// Executes a valid call on its own task, forwarding progress as it arrives. `None` when the

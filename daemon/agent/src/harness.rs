@@ -198,7 +198,7 @@ impl Shared {
     }
 
     /// Replaces the system prompt.
-    pub(crate) fn set_system_prompt_inner(&self, prompt: String) {
+    pub(crate) fn replace_system_prompt(&self, prompt: String) {
         self.lock().system_prompt = prompt;
     }
 
@@ -529,7 +529,7 @@ impl Harness {
     /// Replaces the system prompt; it applies from the next provider request, also inside a
     /// run.
     pub fn set_system_prompt(&self, prompt: impl Into<String>) {
-        self.shared.set_system_prompt_inner(prompt.into());
+        self.shared.replace_system_prompt(prompt.into());
     }
 
     /// The tools the next run gets.

@@ -244,7 +244,7 @@ impl Run<'_> {
             edit = self.setup.hooks.before_request(view) => edit,
         };
         if let Some(prompt) = edit.system_prompt {
-            self.shared.set_system_prompt_inner(prompt.clone());
+            self.shared.replace_system_prompt(prompt.clone());
             system_prompt = prompt;
         }
         if let Some(replacement) = edit.messages {
