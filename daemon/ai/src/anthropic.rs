@@ -274,7 +274,7 @@ impl AnthropicDecoder {
                     Some("redacted_thinking") => {
                         Some(out.push_redacted_thinking(text_of("data").to_string()))
                     }
-                    Some("tool_use" | "server_tool_use") => {
+                    Some("tool_use") => {
                         let b = out.open_tool_call(text_of("id"), text_of("name"));
                         if let Some(input) = block
                             .get("input")

@@ -17,6 +17,8 @@ pub struct MessageBuilder {
     /// Raw argument text of tool calls still streaming, by block index.
     open_arguments: Vec<(usize, String)>,
     pending: Vec<AssistantDelta>,
+    /// Deltas recorded since the builder was made (forwarded or not).
+    streamed: usize,
     stop_reason: Option<StopReason>,
     model: ModelInfo,
 }
@@ -37,6 +39,7 @@ impl MessageBuilder {
             },
             open_arguments: Vec::new(),
             pending: Vec::new(),
+            streamed: 0,
             stop_reason: None,
             model: model.clone(),
         }
@@ -47,9 +50,15 @@ impl MessageBuilder {
         self.model.api
     }
 
-    /// True once any content block has been opened.
-    pub fn has_content(&self) -> bool {
-        !self.message.content.is_empty()
+    /// True once any delta has been recorded: from then on the caller has seen content, and a
+    /// failed request can no longer be retried silently.
+    pub fn has_streamed(&self) -> bool {
+        self.streamed > 0
+    }
+
+    fn record(&mut self, delta: AssistantDelta) {
+        self.streamed += 1;
+        self.pending.push(delta);
     }
 
     /// The deltas recorded since the last call, oldest first.
@@ -120,7 +129,7 @@ impl MessageBuilder {
         }
         if let Some(ContentBlock::Text { text }) = self.message.content.get_mut(index) {
             text.push_str(delta);
-            self.pending.push(AssistantDelta::TextDelta { index, delta: delta.to_string() });
+            self.record(AssistantDelta::TextDelta { index, delta: delta.to_string() });
         }
     }
 
@@ -131,7 +140,7 @@ impl MessageBuilder {
         }
         if let Some(ContentBlock::Thinking { thinking, .. }) = self.message.content.get_mut(index) {
             thinking.push_str(delta);
-            self.pending.push(AssistantDelta::ThinkingDelta { index, delta: delta.to_string() });
+            self.record(AssistantDelta::ThinkingDelta { index, delta: delta.to_string() });
         }
     }
 
@@ -168,7 +177,7 @@ impl MessageBuilder {
         }));
         let index = self.message.content.len() - 1;
         self.open_arguments.push((index, String::new()));
-        self.pending.push(AssistantDelta::ToolCallStart {
+        self.record(AssistantDelta::ToolCallStart {
             index,
             id: id.to_string(),
             name: name.to_string(),
@@ -197,7 +206,7 @@ impl MessageBuilder {
         }
         if let Some((_, raw)) = self.open_arguments.iter_mut().find(|(i, _)| *i == index) {
             raw.push_str(delta);
-            self.pending.push(AssistantDelta::ToolCallDelta { index, delta: delta.to_string() });
+            self.record(AssistantDelta::ToolCallDelta { index, delta: delta.to_string() });
         }
     }
 
@@ -215,7 +224,8 @@ impl MessageBuilder {
         let arguments = parse_arguments(raw);
         if let Some(ContentBlock::ToolCall(call)) = self.message.content.get_mut(index) {
             call.arguments = arguments;
-            self.pending.push(AssistantDelta::ToolCallEnd { index, call: call.clone() });
+            let call = call.clone();
+            self.record(AssistantDelta::ToolCallEnd { index, call });
         }
     }
 
@@ -248,13 +258,15 @@ impl MessageBuilder {
         self.stop_reason = Some(reason);
     }
 
-    /// The completed message: open tool calls closed, empty text blocks kept out, stop reason
-    /// `tool_use` when the model called tools, usage totals and cost filled in.
+    /// The completed message: open tool calls closed, stop reason `tool_use` exactly when the
+    /// model called tools (servers disagree on the finish reason), usage totals and cost
+    /// filled in.
     pub fn finish(mut self) -> AssistantMessage {
         self.finish_open_tool_calls();
         let has_tools = self.message.tool_calls().next().is_some();
         let reason = match self.stop_reason.unwrap_or(StopReason::Stop) {
             StopReason::Stop if has_tools => StopReason::ToolUse,
+            StopReason::ToolUse if !has_tools => StopReason::Stop,
             other => other,
         };
         self.message.stop_reason = reason;

@@ -146,7 +146,7 @@ impl Inner {
                 let _ = tx.send(AssistantMessageEvent::Error { message, kind: failure.kind }).await;
                 return;
             }
-            let delay = (failure.retryable && !builder.has_content() && attempt < max_attempts)
+            let delay = (failure.retryable && !builder.has_streamed() && attempt < max_attempts)
                 .then(|| self.settings.retry.delay(attempt, failure.retry_after))
                 .flatten();
             let Some(delay) = delay else {
