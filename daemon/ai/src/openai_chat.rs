@@ -19,7 +19,13 @@ pub fn request_body(request: &ProviderRequest) -> Value {
     if !request.context.system_prompt.is_empty() {
         messages.push(json!({"role": "system", "content": request.context.system_prompt}));
     }
+    // Images from tool results travel in a user message after the run of tool messages (a
+    // tool message cannot hold images, and nothing may come between the tool messages).
+    let mut tool_images: Vec<Value> = Vec::new();
     for message in &request.context.messages {
+        if !matches!(message, Message::ToolResult(_)) {
+            flush_tool_images(&mut tool_images, &mut messages);
+        }
         match message {
             Message::User(user) => {
                 messages.push(
@@ -68,20 +74,13 @@ pub fn request_body(request: &ProviderRequest) -> Value {
                     "tool_call_id": wire_tool_call_id(Api::OpenAiChat, &result.tool_call_id),
                     "content": if text.is_empty() { "(no output)".to_string() } else { text },
                 }));
-                let images: Vec<&ContentBlock> = result
-                    .content
-                    .iter()
-                    .filter(|b| matches!(b, ContentBlock::Image { .. }))
-                    .collect();
-                if !images.is_empty() && model.images {
-                    let mut parts =
-                        vec![json!({"type": "text", "text": "Images returned by the tool:"})];
-                    parts.extend(images.into_iter().filter_map(image_part));
-                    messages.push(json!({"role": "user", "content": parts}));
+                if model.images {
+                    tool_images.extend(result.content.iter().filter_map(image_part));
                 }
             }
         }
     }
+    flush_tool_images(&mut tool_images, &mut messages);
     let mut body = json!({
         "model": model.id,
         "messages": messages,
@@ -148,6 +147,15 @@ fn user_content(blocks: &[ContentBlock], images: bool) -> Value {
         })
         .collect();
     Value::Array(parts)
+}
+
+fn flush_tool_images(images: &mut Vec<Value>, messages: &mut Vec<Value>) {
+    if images.is_empty() {
+        return;
+    }
+    let mut parts = vec![json!({"type": "text", "text": "Images returned by the tools:"})];
+    parts.append(images);
+    messages.push(json!({"role": "user", "content": parts}));
 }
 
 fn image_part(block: &ContentBlock) -> Option<Value> {

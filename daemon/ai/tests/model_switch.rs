@@ -245,3 +245,25 @@ async fn images_reach_models_that_take_them_and_become_a_note_otherwise() {
         }
     }
 }
+
+#[tokio::test]
+async fn chat_tool_images_follow_the_run_of_tool_messages() {
+    let image = ContentBlock::Image { data: "AAAA".into(), mime_type: "image/png".into() };
+    let mut first = result("call_a");
+    if let Message::ToolResult(r) = &mut first {
+        r.content.push(image);
+    }
+    let history = vec![
+        Message::User(UserMessage::text("hi", 1)),
+        assistant("fake", Api::OpenAiChat, vec![call("call_a"), call("call_b")]),
+        first,
+        result("call_b"),
+    ];
+    let fake = FakeProvider::start(vec![Reply::text("ok")]).await.unwrap();
+    collect(&provider(&fake), request(Api::OpenAiChat, history)).await;
+    let body = fake.requests()[0].body.clone();
+    let roles: Vec<&str> =
+        body["messages"].as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, vec!["system", "user", "assistant", "tool", "tool", "user"]);
+    assert_eq!(body["messages"][5]["content"][1]["image_url"]["url"], "data:image/png;base64,AAAA");
+}
