@@ -4,6 +4,7 @@
 //! [`client`] connects to the daemon (starting it when needed) and makes calls; [`commands`]
 //! holds one module per subcommand.
 
+pub mod acp;
 pub mod client;
 pub mod commands;
 pub mod launcher;

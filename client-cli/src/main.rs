@@ -34,6 +34,8 @@ enum Command {
     },
     /// Bridge stdin/stdout to the daemon socket, one JSON message per line.
     Stdio,
+    /// Serve the Agent Client Protocol on stdin/stdout, for editors that host ACP agents.
+    Acp,
 }
 
 #[derive(Debug, Subcommand)]
@@ -85,6 +87,7 @@ fn main() -> ExitCode {
                 commands::rpc::run(&socket, &method, params.as_deref()).await
             }
             Command::Stdio => commands::stdio::run(&socket).await,
+            Command::Acp => rein_cli::acp::run(&socket).await,
         }
     });
     match result {

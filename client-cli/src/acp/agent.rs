@@ -1,0 +1,522 @@
+//! The ACP agent: answers the editor's requests with daemon calls, and follows each session's
+//! events to stream `session/update` notifications back.
+//!
+//! One control connection carries the calls. Each session the editor opens gets a connection
+//! of its own that only subscribes, so a long stream of events never waits behind a call. A
+//! prompt is answered when the daemon reports the end of the run it started.
+
+use crate::acp::modes;
+use crate::acp::peer::{AcpError, Peer};
+use crate::acp::permission;
+use crate::acp::prompt::prompt_input;
+use crate::acp::translate::{Translated, Translator, replay_message};
+use crate::client::{Client, ClientError};
+use rein_protocol::event::SubscriptionItem;
+use rein_protocol::method::{MessagesResult, ModelsResult, SessionState, SessionSummary};
+use rein_protocol::version::PROTOCOL_VERSION;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, PoisonError, Weak};
+use tokio::sync::{Mutex, oneshot};
+use tokio::task::JoinHandle;
+
+/// The ACP protocol version this adapter speaks.
+pub const ACP_PROTOCOL_VERSION: u64 = 1;
+
+/// The client name the adapter gives the daemon (shown in `resolved_by`).
+pub const CLIENT_NAME: &str = "rein-acp";
+
+/// How a prompt's run ended: an ACP stop reason, or an error for the editor.
+type RunOutcome = Result<&'static str, AcpError>;
+
+/// Run ends seen before anyone waited for them are kept up to this many.
+const MAX_UNCLAIMED_ENDS: usize = 64;
+
+/// Runs of one session that prompts are waiting for.
+#[derive(Debug, Default)]
+struct RunBook {
+    ended: HashMap<String, RunOutcome>,
+    waiters: HashMap<String, oneshot::Sender<RunOutcome>>,
+}
+
+impl RunBook {
+    fn finish(&mut self, run_id: String, outcome: RunOutcome) {
+        match self.waiters.remove(&run_id) {
+            Some(waiter) => {
+                let _ = waiter.send(outcome);
+            }
+            None => {
+                if self.ended.len() >= MAX_UNCLAIMED_ENDS {
+                    self.ended.clear();
+                }
+                self.ended.insert(run_id, outcome);
+            }
+        }
+    }
+
+    fn wait(&mut self, run_id: &str) -> oneshot::Receiver<RunOutcome> {
+        let (tx, rx) = oneshot::channel();
+        match self.ended.remove(run_id) {
+            Some(outcome) => {
+                let _ = tx.send(outcome);
+            }
+            None => {
+                self.waiters.insert(run_id.to_string(), tx);
+            }
+        }
+        rx
+    }
+
+    /// Ends every waiting prompt, when the events that would have ended them are lost.
+    fn finish_all(&mut self, outcome: &RunOutcome) {
+        for (_, waiter) in self.waiters.drain() {
+            let _ = waiter.send(outcome.clone());
+        }
+    }
+}
+
+type SharedRuns = Arc<std::sync::Mutex<RunBook>>;
+
+fn lock_runs(runs: &SharedRuns) -> std::sync::MutexGuard<'_, RunBook> {
+    runs.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One followed session: its run book and the task forwarding its events.
+#[derive(Debug)]
+struct Follower {
+    runs: SharedRuns,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Follower {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Opens a daemon connection (starting the daemon when needed) and introduces the adapter as
+/// a client that answers approvals.
+pub async fn daemon_connection(socket: &Path) -> Result<Client, ClientError> {
+    let mut client = Client::connect_or_start(socket).await?;
+    client
+        .call(
+            "initialize",
+            json!({"client_name": CLIENT_NAME, "client_version": env!("CARGO_PKG_VERSION"),
+                "protocol_version": PROTOCOL_VERSION, "capabilities": {"approvals": true}}),
+        )
+        .await?;
+    Ok(client)
+}
+
+/// The agent behind one ACP connection.
+#[derive(Debug)]
+pub struct Agent {
+    peer: Arc<Peer>,
+    socket: PathBuf,
+    control: Mutex<Client>,
+    sessions: std::sync::Mutex<HashMap<String, Follower>>,
+}
+
+fn str_param<'a>(params: &'a Value, name: &str) -> Result<&'a str, AcpError> {
+    params
+        .get(name)
+        .and_then(Value::as_str)
+        .ok_or_else(|| AcpError::invalid_params(format!("missing string param `{name}`")))
+}
+
+fn parse<T: serde::de::DeserializeOwned>(value: Value, what: &str) -> Result<T, AcpError> {
+    serde_json::from_value(value)
+        .map_err(|error| AcpError::internal(format!("unexpected {what} from the daemon: {error}")))
+}
+
+impl Agent {
+    /// Connects the control connection to the daemon at `socket`.
+    pub async fn connect(socket: &Path, peer: Arc<Peer>) -> Result<Self, ClientError> {
+        let control = daemon_connection(socket).await?;
+        Ok(Self {
+            peer,
+            socket: socket.to_path_buf(),
+            control: Mutex::new(control),
+            sessions: std::sync::Mutex::new(HashMap::new()),
+        })
+    }
+
+    async fn call(&self, method: &str, params: Value) -> Result<Value, AcpError> {
+        Ok(self.control.lock().await.call(method, params).await?)
+    }
+
+    /// Answers one request from the editor.
+    pub async fn handle_request(
+        self: &Arc<Self>,
+        method: &str,
+        params: Value,
+    ) -> Result<Value, AcpError> {
+        match method {
+            "initialize" => Ok(initialize_result()),
+            "authenticate" => Ok(json!({})),
+            "session/new" => self.new_session(&params).await,
+            "session/load" => self.load_session(&params).await,
+            "session/list" => self.list_sessions(&params).await,
+            "session/prompt" => self.prompt(&params).await,
+            "session/set_mode" => self.set_mode(&params).await,
+            "session/set_config_option" => self.set_config_option(&params).await,
+            other => Err(AcpError::method_not_found(other)),
+        }
+    }
+
+    /// Acts on one notification from the editor.
+    pub async fn handle_notification(self: &Arc<Self>, method: &str, params: Value) {
+        if method == "session/cancel" {
+            let Some(session_id) = params.get("sessionId").and_then(Value::as_str) else {
+                return;
+            };
+            if let Err(error) = self.call("session/cancel", json!({"session_id": session_id})).await
+            {
+                tracing::warn!("cancel of {session_id} failed: {}", error.message);
+            }
+        }
+    }
+
+    /// The modes and config options of a session, as `session/new` and `session/load` return
+    /// them.
+    async fn session_setup(&self, state: &SessionState) -> Result<Value, AcpError> {
+        let models: ModelsResult = parse(self.call("models/list", json!({})).await?, "models")?;
+        Ok(json!({
+            "modes": modes::mode_state(state.approval_policy),
+            "configOptions": modes::config_options(state, &models.models),
+        }))
+    }
+
+    async fn state(&self, session_id: &str) -> Result<SessionState, AcpError> {
+        parse(self.call("session/state", json!({"session_id": session_id})).await?, "state")
+    }
+
+    async fn new_session(self: &Arc<Self>, params: &Value) -> Result<Value, AcpError> {
+        let cwd = str_param(params, "cwd")?;
+        let state: SessionState =
+            parse(self.call("session/create", json!({"cwd": cwd})).await?, "session state")?;
+        self.follow(&state.session_id, state.last_seq).await?;
+        let mut result = self.session_setup(&state).await?;
+        result["sessionId"] = json!(state.session_id);
+        Ok(result)
+    }
+
+    async fn load_session(self: &Arc<Self>, params: &Value) -> Result<Value, AcpError> {
+        let session_id = str_param(params, "sessionId")?;
+        let state: SessionState = parse(
+            self.call("session/open", json!({"session_id": session_id})).await?,
+            "session state",
+        )?;
+        let history: MessagesResult = parse(
+            self.call("session/messages", json!({"session_id": session_id})).await?,
+            "messages",
+        )?;
+        for update in history.messages.iter().flat_map(replay_message) {
+            self.peer.notify("session/update", json!({"sessionId": session_id, "update": update}));
+        }
+        self.follow(session_id, history.last_seq).await?;
+        self.session_setup(&state).await
+    }
+
+    async fn list_sessions(&self, params: &Value) -> Result<Value, AcpError> {
+        let cwd = params.get("cwd").and_then(Value::as_str);
+        let listed = self.call("session/list", json!({"cwd": cwd})).await?;
+        let sessions: Vec<SessionSummary> =
+            parse(listed.get("sessions").cloned().unwrap_or(Value::Null), "session list")?;
+        let sessions: Vec<Value> = sessions
+            .into_iter()
+            .map(|session| {
+                json!({"sessionId": session.session_id, "cwd": session.cwd,
+                    "title": session.name.or(session.first_prompt),
+                    "updatedAt": session.updated})
+            })
+            .collect();
+        Ok(json!({"sessions": sessions}))
+    }
+
+    async fn prompt(self: &Arc<Self>, params: &Value) -> Result<Value, AcpError> {
+        let session_id = str_param(params, "sessionId")?;
+        let blocks = params.get("prompt").and_then(Value::as_array).cloned().unwrap_or_default();
+        let input = prompt_input(&blocks);
+        let runs = match self.runs_of(session_id) {
+            Some(runs) => runs,
+            None => {
+                let state = self.state(session_id).await?;
+                self.follow(session_id, state.last_seq).await?
+            }
+        };
+        let started = self
+            .call(
+                "session/prompt",
+                json!({"session_id": session_id, "text": input.text, "images": input.images,
+                    "when_busy": "follow_up"}),
+            )
+            .await?;
+        let run_id = str_param(&started, "run_id")
+            .map_err(|_| AcpError::internal("session/prompt returned no run_id"))?;
+        let ended = lock_runs(&runs).wait(run_id);
+        let stop_reason =
+            ended.await.map_err(|_| AcpError::internal("lost the session's event stream"))??;
+        Ok(json!({"stopReason": stop_reason}))
+    }
+
+    async fn set_mode(&self, params: &Value) -> Result<Value, AcpError> {
+        let session_id = str_param(params, "sessionId")?;
+        let mode_id = str_param(params, "modeId")?;
+        let policy = modes::policy_for_mode(mode_id)
+            .ok_or_else(|| AcpError::invalid_params(format!("unknown mode `{mode_id}`")))?;
+        self.call(
+            "session/set_approval_policy",
+            json!({"session_id": session_id, "policy": policy.as_str()}),
+        )
+        .await?;
+        Ok(json!({}))
+    }
+
+    async fn set_config_option(&self, params: &Value) -> Result<Value, AcpError> {
+        let session_id = str_param(params, "sessionId")?;
+        let config_id = str_param(params, "configId")?;
+        let value = str_param(params, "value")?;
+        match config_id {
+            modes::MODE_OPTION => {
+                let policy = modes::policy_for_mode(value)
+                    .ok_or_else(|| AcpError::invalid_params(format!("unknown mode `{value}`")))?;
+                self.call(
+                    "session/set_approval_policy",
+                    json!({"session_id": session_id, "policy": policy.as_str()}),
+                )
+                .await?;
+            }
+            modes::MODEL_OPTION => {
+                self.call("session/set_model", json!({"session_id": session_id, "model": value}))
+                    .await?;
+            }
+            modes::THINKING_OPTION => {
+                let level = modes::level_for_value(value)
+                    .ok_or_else(|| AcpError::invalid_params(format!("unknown level `{value}`")))?;
+                self.call(
+                    "session/set_thinking",
+                    json!({"session_id": session_id, "level": level}),
+                )
+                .await?;
+            }
+            other => return Err(AcpError::invalid_params(format!("unknown config `{other}`"))),
+        }
+        let state = self.state(session_id).await?;
+        let mut setup = self.session_setup(&state).await?;
+        Ok(json!({"configOptions": setup["configOptions"].take()}))
+    }
+
+    fn runs_of(&self, session_id: &str) -> Option<SharedRuns> {
+        let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        sessions.get(session_id).map(|follower| Arc::clone(&follower.runs))
+    }
+
+    /// Subscribes to a session's events after `after_seq` on a connection of its own and
+    /// forwards them to the editor; does nothing when the session is followed already.
+    async fn follow(
+        self: &Arc<Self>,
+        session_id: &str,
+        after_seq: u64,
+    ) -> Result<SharedRuns, AcpError> {
+        if let Some(runs) = self.runs_of(session_id) {
+            return Ok(runs);
+        }
+        let mut client = daemon_connection(&self.socket).await?;
+        client
+            .call("session/subscribe", json!({"session_id": session_id, "after_seq": after_seq}))
+            .await?;
+        let runs = SharedRuns::default();
+        let task = tokio::spawn(forward_events(
+            Arc::downgrade(self),
+            Arc::clone(&self.peer),
+            client,
+            session_id.to_string(),
+            Arc::clone(&runs),
+        ));
+        let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
+        // Another request may have followed the same session meanwhile; keep the first.
+        let follower = sessions
+            .entry(session_id.to_string())
+            .or_insert(Follower { runs: Arc::clone(&runs), task });
+        Ok(Arc::clone(&follower.runs))
+    }
+
+    /// Asks the editor about one approval and passes its answer to the daemon.
+    async fn ask_permission(&self, session_id: &str, request_id: &str, tool_call: Value) {
+        let answer = self
+            .peer
+            .request(
+                "session/request_permission",
+                json!({"sessionId": session_id, "toolCall": tool_call,
+                    "options": permission::options()}),
+            )
+            .await;
+        let decision = match answer {
+            Ok(answer) => permission::decision(&answer),
+            Err(error) => {
+                tracing::warn!("the editor did not answer a permission request: {}", error.message);
+                rein_protocol::event::ApprovalDecision::Deny
+            }
+        };
+        let respond = self
+            .call(
+                "approval/respond",
+                json!({"session_id": session_id, "request_id": request_id, "decision": decision}),
+            )
+            .await;
+        if let Err(error) = respond {
+            // Another client may have answered first; that is how approvals are meant to work.
+            tracing::debug!("approval {request_id} not taken: {}", error.message);
+        }
+    }
+}
+
+/// The `initialize` result: what the adapter offers the editor.
+fn initialize_result() -> Value {
+    json!({
+        "protocolVersion": ACP_PROTOCOL_VERSION,
+        "agentCapabilities": {
+            "loadSession": true,
+            "promptCapabilities": {"image": true, "audio": false, "embeddedContext": true},
+            "mcpCapabilities": {"http": false, "sse": false},
+            "sessionCapabilities": {"list": {}},
+        },
+        "authMethods": [],
+        "agentInfo": {"name": "rein", "title": "rein", "version": env!("CARGO_PKG_VERSION")},
+    })
+}
+
+/// Forwards one session's events to the editor until the connection ends.
+async fn forward_events(
+    agent: Weak<Agent>,
+    peer: Arc<Peer>,
+    mut client: Client,
+    session_id: String,
+    runs: SharedRuns,
+) {
+    let mut translator = Translator::new();
+    loop {
+        let notification = match client.next_notification().await {
+            Ok(notification) => notification,
+            Err(error) => {
+                tracing::warn!("lost the event stream of {session_id}: {error}");
+                let lost = Err(AcpError::internal(format!("lost the event stream: {error}")));
+                lock_runs(&runs).finish_all(&lost);
+                return;
+            }
+        };
+        if notification.get("method").and_then(Value::as_str) != Some("session/event") {
+            continue;
+        }
+        let item = notification.pointer("/params/result").cloned().unwrap_or(Value::Null);
+        let item: SubscriptionItem = match serde_json::from_value(item) {
+            Ok(item) => item,
+            Err(error) => {
+                tracing::debug!("skipping an event this adapter cannot read: {error}");
+                continue;
+            }
+        };
+        match item {
+            SubscriptionItem::Event(envelope) => match translator.translate(&envelope.event) {
+                Translated::Updates(updates) => {
+                    for update in updates {
+                        peer.notify(
+                            "session/update",
+                            json!({"sessionId": session_id, "update": update}),
+                        );
+                    }
+                }
+                Translated::Permission { request_id, tool_call } => {
+                    let Some(agent) = agent.upgrade() else { return };
+                    let session_id = session_id.clone();
+                    tokio::spawn(async move {
+                        agent.ask_permission(&session_id, &request_id, tool_call).await;
+                    });
+                }
+                Translated::RunEnded { run_id, stop_reason, error } => {
+                    let outcome = match (stop_reason, error) {
+                        (Some(reason), _) => Ok(reason),
+                        (None, error) => Err(AcpError::internal(
+                            error.unwrap_or_else(|| "the run failed".to_string()),
+                        )),
+                    };
+                    lock_runs(&runs).finish(run_id, outcome);
+                }
+            },
+            SubscriptionItem::Lagged { .. } | SubscriptionItem::ResyncRequired { .. } => {
+                if let Err(error) = resubscribe(&mut client, &session_id, &runs).await {
+                    tracing::warn!("cannot resubscribe to {session_id}: {error}");
+                    let lost = Err(AcpError::internal(format!("lost the event stream: {error}")));
+                    lock_runs(&runs).finish_all(&lost);
+                    return;
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Subscribes again from the session's current state after events were lost. Prompts whose
+/// run already ended in the gap are answered `end_turn`.
+async fn resubscribe(
+    client: &mut Client,
+    session_id: &str,
+    runs: &SharedRuns,
+) -> Result<(), ClientError> {
+    let state = client.call("session/state", json!({"session_id": session_id})).await?;
+    let running = state.get("running").and_then(Value::as_bool).unwrap_or(false);
+    let last_seq = state.get("last_seq").and_then(Value::as_u64).unwrap_or(0);
+    if !running {
+        lock_runs(runs).finish_all(&Ok("end_turn"));
+    }
+    client
+        .call("session/subscribe", json!({"session_id": session_id, "after_seq": last_seq}))
+        .await?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_run_end_reaches_its_prompt_whether_it_comes_before_or_after_the_wait() {
+        let mut book = RunBook::default();
+        book.finish("early".into(), Ok("end_turn"));
+        let early = book.wait("early");
+        let late = book.wait("late");
+        book.finish("late".into(), Ok("cancelled"));
+        assert_eq!(early.await.unwrap(), Ok("end_turn"));
+        assert_eq!(late.await.unwrap(), Ok("cancelled"));
+        assert!(book.ended.is_empty() && book.waiters.is_empty());
+    }
+
+    #[tokio::test]
+    async fn losing_the_stream_answers_every_waiting_prompt() {
+        let mut book = RunBook::default();
+        let a = book.wait("a");
+        let b = book.wait("b");
+        book.finish_all(&Err(AcpError::internal("gone")));
+        assert_eq!(a.await.unwrap().unwrap_err().message, "gone");
+        assert_eq!(b.await.unwrap().unwrap_err().message, "gone");
+    }
+
+    #[test]
+    fn unclaimed_ends_stay_bounded() {
+        let mut book = RunBook::default();
+        for n in 0..(MAX_UNCLAIMED_ENDS * 3) {
+            book.finish(format!("run-{n}"), Ok("end_turn"));
+        }
+        assert!(book.ended.len() <= MAX_UNCLAIMED_ENDS);
+    }
+
+    #[test]
+    fn initialize_offers_load_images_and_context() {
+        let result = initialize_result();
+        assert_eq!(result["protocolVersion"], 1);
+        assert_eq!(result["agentCapabilities"]["loadSession"], true);
+        assert_eq!(result["agentCapabilities"]["promptCapabilities"]["embeddedContext"], true);
+    }
+}

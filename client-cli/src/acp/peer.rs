@@ -1,0 +1,168 @@
+//! The editor's side of the ACP connection: JSON-RPC lines on stdout, and the answers to the
+//! requests we send it (`session/request_permission`).
+
+use crate::client::ClientError;
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio::sync::{mpsc, oneshot};
+
+/// A JSON-RPC error to answer the editor with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AcpError {
+    /// The JSON-RPC code.
+    pub code: i64,
+    /// Text for people.
+    pub message: String,
+    /// Extra data (the daemon's `data`, when the error came from it).
+    pub data: Option<Value>,
+}
+
+impl AcpError {
+    /// `-32602`: the params do not fit.
+    pub fn invalid_params(message: impl Into<String>) -> Self {
+        Self { code: -32602, message: message.into(), data: None }
+    }
+
+    /// `-32601`: no such method.
+    pub fn method_not_found(method: &str) -> Self {
+        Self { code: -32601, message: format!("method not found: {method}"), data: None }
+    }
+
+    /// `-32603`: something failed inside the adapter or the daemon.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self { code: -32603, message: message.into(), data: None }
+    }
+
+    /// The JSON-RPC error object.
+    pub fn to_json(&self) -> Value {
+        let mut error = json!({"code": self.code, "message": self.message});
+        if let Some(data) = &self.data {
+            error["data"] = data.clone();
+        }
+        error
+    }
+}
+
+impl From<ClientError> for AcpError {
+    fn from(error: ClientError) -> Self {
+        match error {
+            ClientError::Rpc(failure) => {
+                Self { code: failure.code, message: failure.message, data: Some(failure.data) }
+            }
+            other => Self::internal(other.to_string()),
+        }
+    }
+}
+
+/// Writes to the editor and matches its answers to our requests. Every line goes through one
+/// channel, so updates sent before a response reach the editor before it.
+#[derive(Debug)]
+pub struct Peer {
+    out: mpsc::UnboundedSender<String>,
+    next_id: AtomicU64,
+    pending: Mutex<HashMap<u64, oneshot::Sender<Result<Value, AcpError>>>>,
+}
+
+impl Peer {
+    /// A peer writing its lines into `out`.
+    pub fn new(out: mpsc::UnboundedSender<String>) -> Self {
+        Self { out, next_id: AtomicU64::new(1), pending: Mutex::new(HashMap::new()) }
+    }
+
+    fn send(&self, message: Value) {
+        if self.out.send(message.to_string()).is_err() {
+            tracing::debug!("the editor's output is closed");
+        }
+    }
+
+    /// Sends a notification.
+    pub fn notify(&self, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Answers the editor's request `id`.
+    pub fn respond(&self, id: Value, result: Result<Value, AcpError>) {
+        match result {
+            Ok(result) => self.send(json!({"jsonrpc": "2.0", "id": id, "result": result})),
+            Err(error) => self.send(json!({"jsonrpc": "2.0", "id": id, "error": error.to_json()})),
+        }
+    }
+
+    /// Sends a request to the editor and waits for its answer.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, AcpError> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.pending_lock().insert(id, tx);
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        rx.await.map_err(|_| AcpError::internal("the editor went away"))?
+    }
+
+    /// Hands a response from the editor to the request waiting for it.
+    pub fn resolve(&self, mut message: Value) {
+        let Some(id) = message.get("id").and_then(Value::as_u64) else {
+            tracing::debug!("response without a numeric id: {message}");
+            return;
+        };
+        let Some(waiter) = self.pending_lock().remove(&id) else {
+            tracing::debug!("response to an unknown request {id}");
+            return;
+        };
+        let outcome = match message.get_mut("error").map(Value::take) {
+            Some(error) => Err(AcpError {
+                code: error.get("code").and_then(Value::as_i64).unwrap_or(-32603),
+                message: error.get("message").and_then(Value::as_str).unwrap_or("").to_string(),
+                data: error.get("data").cloned(),
+            }),
+            None => Ok(message.get_mut("result").map(Value::take).unwrap_or(Value::Null)),
+        };
+        let _ = waiter.send(outcome);
+    }
+
+    fn pending_lock(
+        &self,
+    ) -> std::sync::MutexGuard<'_, HashMap<u64, oneshot::Sender<Result<Value, AcpError>>>> {
+        self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn requests_are_matched_to_their_responses() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let peer = std::sync::Arc::new(Peer::new(tx));
+        let asking = tokio::spawn({
+            let peer = peer.clone();
+            async move { peer.request("session/request_permission", json!({"a": 1})).await }
+        });
+        let sent: Value = serde_json::from_str(&rx.recv().await.unwrap()).unwrap();
+        assert_eq!(sent["method"], "session/request_permission");
+        peer.resolve(json!({"jsonrpc": "2.0", "id": sent["id"], "result": {"ok": 1}}));
+        assert_eq!(asking.await.unwrap().unwrap(), json!({"ok": 1}));
+
+        let failing = tokio::spawn({
+            let peer = peer.clone();
+            async move { peer.request("x", json!({})).await }
+        });
+        let sent: Value = serde_json::from_str(&rx.recv().await.unwrap()).unwrap();
+        peer.resolve(json!({"id": sent["id"], "error": {"code": -1, "message": "no"}}));
+        assert_eq!(failing.await.unwrap().unwrap_err().message, "no");
+    }
+
+    #[test]
+    fn responses_carry_results_or_errors() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let peer = Peer::new(tx);
+        peer.respond(json!(3), Ok(json!({})));
+        peer.respond(json!("a"), Err(AcpError::invalid_params("bad cwd")));
+        let ok: Value = serde_json::from_str(&rx.try_recv().unwrap()).unwrap();
+        let err: Value = serde_json::from_str(&rx.try_recv().unwrap()).unwrap();
+        assert_eq!(ok["id"], 3);
+        assert_eq!(err["error"]["code"], -32602);
+        assert_eq!(err["error"]["message"], "bad cwd");
+    }
+}
