@@ -285,3 +285,108 @@ async fn without_a_key_variable_no_key_is_sent() {
     assert_eq!(sent.header("authorization"), None);
     assert_eq!(sent.header("x-extra"), Some("1"));
 }
+
+/// Rebuilds the blocks from the deltas alone (signatures aside, which deltas do not carry).
+fn rebuild(events: &[AssistantMessageEvent]) -> Vec<ContentBlock> {
+    let mut blocks: Vec<ContentBlock> = Vec::new();
+    let slot = |blocks: &mut Vec<ContentBlock>, index: usize, empty: ContentBlock| {
+        while blocks.len() <= index {
+            blocks.push(empty.clone());
+        }
+    };
+    for event in events {
+        let AssistantMessageEvent::Delta(delta) = event else { continue };
+        match delta {
+            AssistantDelta::TextDelta { index, delta } => {
+                slot(&mut blocks, *index, ContentBlock::text(""));
+                if let ContentBlock::Text { text } = &mut blocks[*index] {
+                    text.push_str(delta);
+                }
+            }
+            AssistantDelta::ThinkingDelta { index, delta } => {
+                let empty = ContentBlock::Thinking {
+                    thinking: String::new(),
+                    signature: None,
+                    redacted: false,
+                };
+                slot(&mut blocks, *index, empty.clone());
+                if matches!(blocks[*index], ContentBlock::Text { ref text } if text.is_empty()) {
+                    blocks[*index] = empty;
+                }
+                if let ContentBlock::Thinking { thinking, .. } = &mut blocks[*index] {
+                    thinking.push_str(delta);
+                }
+            }
+            AssistantDelta::ToolCallEnd { index, call } => {
+                slot(&mut blocks, *index, ContentBlock::text(""));
+                blocks[*index] = ContentBlock::ToolCall(call.clone());
+            }
+            _ => {}
+        }
+    }
+    blocks
+}
+
+fn without_signatures(blocks: &[ContentBlock]) -> Vec<ContentBlock> {
+    blocks
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Thinking { thinking, .. } => ContentBlock::Thinking {
+                thinking: thinking.clone(),
+                signature: None,
+                redacted: false,
+            },
+            other => other.clone(),
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn interleaved_blocks_keep_their_order_and_deltas_rebuild_them() {
+    use rein_testkit::fake_provider::ScriptBlock;
+    let call = |id: &str, n: i64| {
+        ScriptBlock::ToolCall(ScriptToolCall {
+            id: Some(id.into()),
+            name: "bash".into(),
+            arguments: json!({"n": n, "pad": "x".repeat(40)}),
+            raw_arguments: None,
+        })
+    };
+    let reply = Reply {
+        blocks: vec![
+            ScriptBlock::Text { text: "first".into() },
+            call("call_a", 1),
+            ScriptBlock::Thinking {
+                thinking: "then think".into(),
+                signature: None,
+                redacted: false,
+            },
+            ScriptBlock::Text { text: "second".into() },
+            call("call_b", 2),
+            call("call_c", 3),
+        ],
+        delta_size: Some(5),
+        ..Reply::default()
+    };
+    for api in APIS {
+        let fake = FakeProvider::start(vec![reply.clone()]).await.unwrap();
+        let events = collect(&provider(&fake), request(api, hello())).await;
+        let (message, error) = outcome(&events);
+        assert_eq!(error, None);
+        let kinds: Vec<&str> = message
+            .content
+            .iter()
+            .map(|b| match b {
+                ContentBlock::Text { .. } => "text",
+                ContentBlock::Thinking { .. } => "thinking",
+                ContentBlock::ToolCall(_) => "tool",
+                ContentBlock::Image { .. } => "image",
+            })
+            .collect();
+        assert_eq!(kinds, vec!["text", "tool", "thinking", "text", "tool", "tool"], "{api}");
+        assert_eq!(rebuild(&events), without_signatures(&message.content), "{api}");
+        let args: Vec<i64> =
+            message.tool_calls().map(|c| c.arguments["n"].as_i64().unwrap()).collect();
+        assert_eq!(args, vec![1, 2, 3]);
+    }
+}
