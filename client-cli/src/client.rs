@@ -8,6 +8,13 @@ use interprocess::local_socket::traits::tokio::Stream as _;
 use interprocess::local_socket::{GenericFilePath, ToFsName};
 use rein_protocol::codec::{CodecError, Frame, LineCodec};
 use rein_protocol::error::ErrorKind;
+use rein_protocol::event::SubscriptionItem;
+use rein_protocol::method::{
+    ClientCapabilities, InitializeParams, InitializeResult, SubscribeParams, names,
+};
+use rein_protocol::version::PROTOCOL_VERSION;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
@@ -29,7 +36,7 @@ pub struct RpcFailure {
 
 impl std::fmt::Display for RpcFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({}): {}", self.code, self.kind, self.message)
+        write!(f, "{} ({} {})", self.message, self.kind, self.code)
     }
 }
 
@@ -172,6 +179,53 @@ impl Client {
         }
     }
 
+    /// Calls `method` with typed `params` and decodes the result as `T`.
+    pub async fn call_as<T: DeserializeOwned>(
+        &mut self,
+        method: &str,
+        params: impl Serialize,
+    ) -> Result<T, ClientError> {
+        let params = serde_json::to_value(params)
+            .map_err(|error| ClientError::InvalidMessage(error.to_string()))?;
+        let result = self.call(method, params).await?;
+        serde_json::from_value(result).map_err(|error| {
+            ClientError::InvalidMessage(format!("unexpected {method} result: {error}"))
+        })
+    }
+
+    /// Introduces this client as `rein`; `approvals` says whether a person answers approval
+    /// requests here.
+    pub async fn initialize(&mut self, approvals: bool) -> Result<InitializeResult, ClientError> {
+        let params = InitializeParams {
+            client_name: "rein".into(),
+            client_version: env!("CARGO_PKG_VERSION").into(),
+            protocol_version: PROTOCOL_VERSION,
+            capabilities: ClientCapabilities { approvals },
+        };
+        self.call_as(names::INITIALIZE, params).await
+    }
+
+    /// Subscribes to a session's events after `after_seq`; returns the subscription id.
+    pub async fn subscribe(
+        &mut self,
+        session_id: &str,
+        after_seq: u64,
+    ) -> Result<String, ClientError> {
+        let params = SubscribeParams { session_id: session_id.into(), after_seq: Some(after_seq) };
+        self.call_as(names::SESSION_SUBSCRIBE, params).await
+    }
+
+    /// The next item of a session subscription: the raw JSON the daemon sent (kept whole so
+    /// `--json` loses no field) and its typed form. Other notifications are skipped.
+    pub async fn next_session_item(&mut self) -> Result<SessionNotice, ClientError> {
+        loop {
+            let message = self.next_notification().await?;
+            if let Some(notice) = SessionNotice::from_notification(message) {
+                return Ok(notice);
+            }
+        }
+    }
+
     /// The next notification, in arrival order.
     pub async fn next_notification(&mut self) -> Result<Value, ClientError> {
         if let Some(message) = self.notifications.pop_front() {
@@ -183,6 +237,31 @@ impl Client {
                 return Ok(message);
             }
         }
+    }
+}
+
+/// One `session/event` notification.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionNotice {
+    /// The subscription it belongs to.
+    pub subscription: String,
+    /// The item as the daemon sent it.
+    pub raw: Value,
+    /// The item, typed.
+    pub item: SubscriptionItem,
+}
+
+impl SessionNotice {
+    /// Reads a notification; `None` when it is not a well-formed `session/event`.
+    pub fn from_notification(mut message: Value) -> Option<Self> {
+        if message.get("method").and_then(Value::as_str) != Some(names::SESSION_EVENT) {
+            return None;
+        }
+        let mut params = message.get_mut("params").map(Value::take)?;
+        let subscription = params.get("subscription")?.as_str()?.to_string();
+        let raw = params.get_mut("result").map(Value::take)?;
+        let item = serde_json::from_value(raw.clone()).ok()?;
+        Some(Self { subscription, raw, item })
     }
 }
 
@@ -228,5 +307,22 @@ mod tests {
             response_result(json!({"jsonrpc":"2.0","id":1})),
             Err(ClientError::InvalidMessage(_))
         ));
+    }
+
+    #[test]
+    fn reads_session_event_notifications() {
+        let message = json!({"jsonrpc":"2.0","method":"session/event","params":{
+            "subscription":"sub-7","result":{"type":"event","session_id":"s","seq":3,
+            "timestamp":1,"event":{"kind":"settled"},"future":true}}});
+        let notice = SessionNotice::from_notification(message).unwrap();
+        assert_eq!(notice.subscription, "sub-7");
+        assert_eq!(notice.raw["future"], true);
+        match notice.item {
+            SubscriptionItem::Event(envelope) => assert_eq!(envelope.seq, 3),
+            other => panic!("unexpected {other:?}"),
+        }
+        let other = json!({"jsonrpc":"2.0","method":"daemon/event","params":{
+            "subscription":"d","result":{"kind":"shutting_down"}}});
+        assert!(SessionNotice::from_notification(other).is_none());
     }
 }

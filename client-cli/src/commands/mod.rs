@@ -2,6 +2,8 @@
 
 pub mod daemon;
 pub mod rpc;
+pub mod run;
+pub mod session;
 pub mod stdio;
 
 /// Process exit codes shared by every command.
@@ -12,4 +14,8 @@ pub mod exit {
     pub const FAILURE: u8 = 1;
     /// The command line was wrong.
     pub const USAGE: u8 = 2;
+    /// A limit (turns, cost, time, failing tools) ended the run.
+    pub const LIMIT: u8 = 3;
+    /// The run was cancelled (Ctrl-C, or another client).
+    pub const CANCELLED: u8 = 130;
 }

@@ -1,0 +1,453 @@
+//! The interactive attach: `rein` (a new session) and `rein attach [SESSION]`.
+//!
+//! The line editor (rustyline, for history and editing keys) runs on its own blocking thread
+//! and hands each line, Ctrl-C or Ctrl-D to the async side, then waits to be told whether to
+//! read another line, so the terminal is never left in raw mode when `rein` leaves. The async
+//! side reads the daemon's events and prints them above the prompt through rustyline's
+//! external printer. Everything typed goes through the protocol: prompts, steering,
+//! follow-ups, approval answers and the slash commands (which reuse the session commands).
+
+pub mod input;
+mod output;
+
+use crate::client::{Client, ClientError};
+use crate::commands::exit;
+use crate::commands::session::{self as session_cmd, Report};
+use crate::render::{RenderOptions, Renderer, ToolOutcome, summarize_arguments};
+use crate::session::{self, SessionRequest};
+use crate::style::Style;
+use input::{BusyMode, HELP, Line, Slash};
+use output::Output;
+use rein_protocol::event::{SessionEvent, SubscriptionItem};
+use rein_protocol::method::{
+    ApprovalRespondParams, BusyBehavior, PromptParams, RunLimits, SessionRef, SessionState,
+    SetModelParams, SetThinkingParams, ShellParams, names,
+};
+use rustyline::error::ReadlineError;
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::path::{Path, PathBuf};
+use tokio::sync::mpsc;
+
+/// What the editor thread reports.
+#[derive(Debug)]
+enum Input {
+    Line(String),
+    Interrupt,
+    Eof,
+}
+
+/// What the async side tells the editor thread after each input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    ReadAnother,
+    Stop,
+}
+
+/// Attaches to the requested session until the user leaves.
+pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientError> {
+    let mut client = Client::connect_or_start(socket).await?;
+    client.initialize(true).await?;
+    let (state, created) = session::prepare(&mut client, &request).await?;
+    client.subscribe(&state.session_id, state.last_seq).await?;
+
+    let mut editor = match rustyline::DefaultEditor::new() {
+        Ok(editor) => editor,
+        Err(error) => return Err(ClientError::Io(std::io::Error::other(error))),
+    };
+    let history = history_file();
+    if let Some(path) = &history {
+        let _ = editor.load_history(path);
+    }
+    let style = Style::for_stdout();
+    let mut output = Output::new(&mut editor);
+    let verb = if created { "new session" } else { "attached to" };
+    output.print(&format!(
+        "rein: {verb} {} ({}, {}); /help for commands\n",
+        state.session_id, state.model, state.cwd
+    ));
+    if state.running {
+        output.print("a run is active; typing steers it\n");
+    }
+
+    let (input_tx, input_rx) = mpsc::unbounded_channel();
+    let (next_tx, next_rx) = std::sync::mpsc::channel();
+    let editor_thread = std::thread::spawn(move || edit_lines(editor, history, input_tx, next_rx));
+    let mut attach = Attach {
+        client,
+        session_id: state.session_id.clone(),
+        cwd: PathBuf::from(&state.cwd),
+        running: state.running,
+        approvals: VecDeque::new(),
+        mode: BusyMode::default(),
+        idle_interrupt: false,
+        renderer: Renderer::new(RenderOptions { style, interactive: true }),
+        output,
+    };
+    let code = attach.event_loop(input_rx, &next_tx).await;
+    let _ = next_tx.send(Next::Stop);
+    drop(next_tx);
+    let _ = editor_thread.join();
+    code
+}
+
+/// `$REIN_HOME/history`, the line editor's history.
+fn history_file() -> Option<PathBuf> {
+    rein_protocol::paths::rein_home().ok().map(|home| home.join("history"))
+}
+
+/// The editor thread: one line at a time, each acknowledged before the next.
+fn edit_lines(
+    mut editor: rustyline::DefaultEditor,
+    history: Option<PathBuf>,
+    input: mpsc::UnboundedSender<Input>,
+    next: std::sync::mpsc::Receiver<Next>,
+) {
+    loop {
+        let event = match editor.readline("> ") {
+            Ok(line) => {
+                if !line.trim().is_empty() {
+                    let _ = editor.add_history_entry(line.as_str());
+                }
+                Input::Line(line)
+            }
+            Err(ReadlineError::Interrupted) => Input::Interrupt,
+            Err(ReadlineError::Eof) => Input::Eof,
+            Err(error) => {
+                tracing::warn!("line editor failed: {error}");
+                Input::Eof
+            }
+        };
+        if input.send(event).is_err() {
+            break;
+        }
+        match next.recv() {
+            Ok(Next::ReadAnother) => continue,
+            Ok(Next::Stop) | Err(_) => break,
+        }
+    }
+    if let Some(path) = history {
+        if let Some(dir) = path.parent() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+        let _ = editor.save_history(&path);
+    }
+}
+
+/// The state of one attach.
+struct Attach {
+    client: Client,
+    session_id: String,
+    cwd: PathBuf,
+    running: bool,
+    approvals: VecDeque<String>,
+    mode: BusyMode,
+    idle_interrupt: bool,
+    renderer: Renderer,
+    output: Output,
+}
+
+impl Attach {
+    async fn event_loop(
+        &mut self,
+        mut input: mpsc::UnboundedReceiver<Input>,
+        next: &std::sync::mpsc::Sender<Next>,
+    ) -> Result<u8, ClientError> {
+        loop {
+            tokio::select! {
+                event = input.recv() => {
+                    let Some(event) = event else { return Ok(exit::OK) };
+                    let decision = self.handle_input(event).await;
+                    let stop = decision == Next::Stop;
+                    if next.send(decision).is_err() || stop {
+                        self.output.flush();
+                        return Ok(exit::OK);
+                    }
+                }
+                notice = self.client.next_session_item() => match notice {
+                    Ok(notice) => self.handle_item(notice.item).await,
+                    Err(error) => {
+                        self.output.print(&format!("rein: {error}; press Enter to leave\n"));
+                        let _ = input.recv().await;
+                        return Ok(exit::FAILURE);
+                    }
+                },
+            }
+        }
+    }
+
+    async fn handle_item(&mut self, item: SubscriptionItem) {
+        let envelope = match item {
+            SubscriptionItem::Event(envelope) => envelope,
+            SubscriptionItem::Lagged { .. } | SubscriptionItem::ResyncRequired { .. } => {
+                self.resync().await;
+                return;
+            }
+            SubscriptionItem::Unknown => return,
+        };
+        let chunks = self.renderer.render(&envelope.event);
+        self.output.chunks(chunks);
+        match envelope.event {
+            SessionEvent::AgentStart { .. } => self.running = true,
+            SessionEvent::Settled => self.running = false,
+            SessionEvent::ApprovalRequested { request_id, .. } => {
+                self.approvals.push_back(request_id)
+            }
+            SessionEvent::ApprovalResolved { request_id, .. } => {
+                self.approvals.retain(|pending| *pending != request_id)
+            }
+            _ => {}
+        }
+    }
+
+    /// After a gap: take the session's state and follow it from there.
+    async fn resync(&mut self) {
+        let params = SessionRef { session_id: self.session_id.clone() };
+        let result: Result<SessionState, _> =
+            self.client.call_as(names::SESSION_STATE, params).await;
+        match result {
+            Ok(state) => {
+                self.running = state.running;
+                self.approvals.clear();
+                self.output.chunks(self.renderer.finish());
+                self.output.print("(fell behind the event stream; some output was skipped)\n");
+                if let Err(error) = self.client.subscribe(&self.session_id, state.last_seq).await {
+                    self.output.print(&format!("rein: cannot resubscribe: {error}\n"));
+                }
+            }
+            Err(error) => self.output.print(&format!("rein: cannot resync: {error}\n")),
+        }
+    }
+
+    async fn handle_input(&mut self, input: Input) -> Next {
+        let line = match input {
+            Input::Eof => return Next::Stop,
+            Input::Interrupt => return self.interrupt().await,
+            Input::Line(line) => line,
+        };
+        self.idle_interrupt = false;
+        if let Some(request_id) = self.approvals.front().cloned()
+            && let Some((decision, reason)) = input::parse_approval(&line)
+        {
+            let params = ApprovalRespondParams {
+                session_id: self.session_id.clone(),
+                request_id,
+                decision,
+                reason,
+            };
+            self.call_quietly(names::APPROVAL_RESPOND, params).await;
+            return Next::ReadAnother;
+        }
+        match input::parse_line(&line) {
+            Ok(Line::Empty) => Next::ReadAnother,
+            Ok(Line::Text { text, follow_up }) => {
+                self.send_text(text, follow_up).await;
+                Next::ReadAnother
+            }
+            Ok(Line::Shell(command)) => {
+                let params = ShellParams {
+                    session_id: self.session_id.clone(),
+                    command,
+                    add_to_context: true,
+                };
+                self.call_quietly(names::SESSION_SHELL, params).await;
+                Next::ReadAnother
+            }
+            Ok(Line::Slash(slash)) => self.slash(slash).await,
+            Err(usage) => {
+                self.output.print(&format!("{usage}\n"));
+                Next::ReadAnother
+            }
+        }
+    }
+
+    async fn interrupt(&mut self) -> Next {
+        if self.running {
+            self.output.print("cancelling the run…\n");
+            let params = SessionRef { session_id: self.session_id.clone() };
+            self.call_quietly(names::SESSION_CANCEL, params).await;
+            return Next::ReadAnother;
+        }
+        if self.idle_interrupt {
+            return Next::Stop;
+        }
+        self.idle_interrupt = true;
+        self.output.print("(press Ctrl-C again or Ctrl-D to leave)\n");
+        Next::ReadAnother
+    }
+
+    /// A prompt when idle; steering or a follow-up while a run is active.
+    async fn send_text(&mut self, text: String, follow_up: bool) {
+        let follow_up = follow_up || self.mode == BusyMode::FollowUp;
+        if self.running {
+            let params = rein_protocol::method::QueueMessageParams {
+                session_id: self.session_id.clone(),
+                text,
+                images: Vec::new(),
+            };
+            let method = if follow_up { names::SESSION_FOLLOW_UP } else { names::SESSION_STEER };
+            self.call_quietly(method, params).await;
+            return;
+        }
+        let params = PromptParams {
+            session_id: self.session_id.clone(),
+            text,
+            images: Vec::new(),
+            when_busy: Some(if follow_up { BusyBehavior::FollowUp } else { BusyBehavior::Steer }),
+            limits: RunLimits::default(),
+        };
+        if self.call_quietly(names::SESSION_PROMPT, params).await {
+            self.running = true;
+        }
+    }
+
+    /// Makes a call whose result needs no printing; prints its error. True when it worked.
+    async fn call_quietly(&mut self, method: &str, params: impl serde::Serialize) -> bool {
+        match self.client.call_as::<Value>(method, params).await {
+            Ok(_) => true,
+            Err(error) => {
+                self.output.print(&format!("error: {error}\n"));
+                false
+            }
+        }
+    }
+
+    fn show(&mut self, report: Result<Report, ClientError>) {
+        match report {
+            Ok(report) => self.output.print(&report.text),
+            Err(error) => self.output.print(&format!("error: {error}\n")),
+        }
+    }
+
+    async fn slash(&mut self, slash: Slash) -> Next {
+        let session = self.session_id.clone();
+        match slash {
+            Slash::Help => self.output.print(&format!("{HELP}\n")),
+            Slash::Quit => return Next::Stop,
+            Slash::Model(None) => {
+                let report = session_cmd::models(&mut self.client).await;
+                self.show(report);
+            }
+            Slash::Model(Some(model)) => {
+                let params = SetModelParams { session_id: session, model };
+                self.call_quietly(names::SESSION_SET_MODEL, params).await;
+            }
+            Slash::Thinking(level) => {
+                let params = SetThinkingParams { session_id: session, level };
+                self.call_quietly(names::SESSION_SET_THINKING, params).await;
+            }
+            Slash::Compact(instructions) => {
+                self.output.print("compacting…\n");
+                let report = session_cmd::compact(&mut self.client, &session, instructions).await;
+                self.show(report);
+            }
+            Slash::Branch { entry, summarize } => {
+                let report =
+                    session_cmd::branch(&mut self.client, &session, &entry, summarize).await;
+                self.show(report);
+            }
+            Slash::Tree => {
+                let report = session_cmd::tree(&mut self.client, &session).await;
+                self.show(report);
+            }
+            Slash::Label { entry, text } => {
+                let report = session_cmd::label(&mut self.client, &session, &entry, &text).await;
+                self.show(report);
+            }
+            Slash::Export { format, file } => {
+                let report = session_cmd::export(&mut self.client, &session, format).await;
+                match (report, file) {
+                    (Ok(report), Some(file)) => match std::fs::write(&file, &report.text) {
+                        Ok(()) => self.output.print(&format!("exported to {}\n", file.display())),
+                        Err(error) => self
+                            .output
+                            .print(&format!("error: cannot write {}: {error}\n", file.display())),
+                    },
+                    (report, None) => self.show(report),
+                    (Err(error), Some(_)) => self.output.print(&format!("error: {error}\n")),
+                }
+            }
+            Slash::Sessions => {
+                let cwd = self.cwd.clone();
+                let report = session_cmd::sessions(&mut self.client, Some(&cwd)).await;
+                self.show(report);
+            }
+            Slash::Trust { revoke } => {
+                let cwd = self.cwd.clone();
+                let report = session_cmd::trust(&mut self.client, &cwd, revoke).await;
+                self.show(report);
+            }
+            Slash::Mode(Some(mode)) => {
+                self.mode = mode;
+                self.output.print(&format!("text typed during a run: {}\n", mode.as_str()));
+            }
+            Slash::Mode(None) => {
+                let text = format!("text typed during a run: {}\n", self.mode.as_str());
+                self.output.print(&text);
+            }
+            Slash::Last => {
+                let text = expand(self.renderer.tool_outcomes(), None);
+                self.output.print(&text);
+            }
+            Slash::Expand(n) => {
+                let text = expand(self.renderer.tool_outcomes(), Some(n));
+                self.output.print(&text);
+            }
+            Slash::Cancel => {
+                let report = session_cmd::cancel(&mut self.client, &session).await;
+                self.show(report);
+            }
+        }
+        Next::ReadAnother
+    }
+}
+
+/// The full output of the `n`-th (1-based) tool call, or of the last one.
+fn expand(outcomes: &[ToolOutcome], n: Option<usize>) -> String {
+    let index = match n {
+        Some(n) => n.checked_sub(1),
+        None => outcomes.len().checked_sub(1),
+    };
+    let Some(outcome) = index.and_then(|index| outcomes.get(index)) else {
+        return format!("no such tool call ({} so far)\n", outcomes.len());
+    };
+    let status = if outcome.is_error { "failed" } else { "ok" };
+    let mut text = format!(
+        "{} {} ({status}):\n{}",
+        outcome.tool_name,
+        summarize_arguments(&outcome.tool_name, &outcome.arguments),
+        outcome.output
+    );
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn expand_shows_the_full_output_of_a_tool_call() {
+        let outcomes = vec![
+            ToolOutcome {
+                tool_name: "bash".into(),
+                arguments: json!({"command": "ls"}),
+                output: "a\nb".into(),
+                is_error: false,
+            },
+            ToolOutcome {
+                tool_name: "read".into(),
+                arguments: json!({"path": "x"}),
+                output: "nope\n".into(),
+                is_error: true,
+            },
+        ];
+        assert_eq!(expand(&outcomes, Some(1)), "bash ls (ok):\na\nb\n");
+        assert_eq!(expand(&outcomes, None), "read x (failed):\nnope\n");
+        assert!(expand(&outcomes, Some(3)).starts_with("no such tool call (2 so far)"));
+        assert!(expand(&[], None).starts_with("no such tool call"));
+    }
+}

@@ -1,0 +1,92 @@
+//! Finding what a command names: a session from an id, an id prefix or the working
+//! directory, and a directory as the absolute path the daemon wants.
+
+use crate::client::{Client, ClientError};
+use rein_protocol::method::{ListSessionsParams, ListSessionsResult, SessionSummary, names};
+use std::path::{Path, PathBuf};
+
+/// `dir` (default: the current directory) made absolute and canonical.
+pub fn absolute_dir(dir: Option<&Path>) -> std::io::Result<PathBuf> {
+    let dir = match dir {
+        Some(dir) => dir.to_path_buf(),
+        None => std::env::current_dir()?,
+    };
+    dir.canonicalize()
+}
+
+/// Sessions on disk, most recent first; only those of `cwd` when given.
+pub async fn list_sessions(
+    client: &mut Client,
+    cwd: Option<&Path>,
+) -> Result<Vec<SessionSummary>, ClientError> {
+    let params = ListSessionsParams { cwd: cwd.map(|dir| dir.display().to_string()) };
+    let result: ListSessionsResult = client.call_as(names::SESSION_LIST, params).await?;
+    Ok(result.sessions)
+}
+
+/// The most recently updated session of `cwd`.
+pub async fn latest_session(
+    client: &mut Client,
+    cwd: &Path,
+) -> Result<Option<SessionSummary>, ClientError> {
+    Ok(list_sessions(client, Some(cwd)).await?.into_iter().next())
+}
+
+/// The full id of the session `text` names: an exact id, or a prefix that only one session
+/// has. Anything else is returned unchanged, so the daemon reports `session_not_found`.
+pub async fn session_id(client: &mut Client, text: &str) -> Result<String, ClientError> {
+    let sessions = list_sessions(client, None).await?;
+    Ok(match_session(&sessions, text).unwrap_or(text).to_string())
+}
+
+/// The id among `sessions` that `text` names exactly or as a unique prefix.
+pub fn match_session<'a>(sessions: &'a [SessionSummary], text: &str) -> Option<&'a str> {
+    if let Some(exact) = sessions.iter().find(|s| s.session_id == text) {
+        return Some(&exact.session_id);
+    }
+    let mut matches =
+        sessions.iter().filter(|s| !text.is_empty() && s.session_id.starts_with(text));
+    match (matches.next(), matches.next()) {
+        (Some(only), None) => Some(&only.session_id),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary(id: &str) -> SessionSummary {
+        SessionSummary {
+            session_id: id.into(),
+            cwd: "/p".into(),
+            name: None,
+            first_prompt: None,
+            entry_count: 0,
+            size_bytes: 0,
+            created: String::new(),
+            updated: String::new(),
+            path: String::new(),
+            loaded: false,
+            running: false,
+        }
+    }
+
+    #[test]
+    fn sessions_match_by_id_or_unique_prefix() {
+        let sessions = vec![summary("abc123"), summary("abd456"), summary("abc")];
+        assert_eq!(match_session(&sessions, "abc"), Some("abc"));
+        assert_eq!(match_session(&sessions, "abd"), Some("abd456"));
+        assert_eq!(match_session(&sessions, "ab"), None);
+        assert_eq!(match_session(&sessions, "zz"), None);
+        assert_eq!(match_session(&sessions, ""), None);
+    }
+
+    #[test]
+    fn directories_become_absolute() {
+        let dir = std::env::temp_dir();
+        let resolved = absolute_dir(Some(&dir)).unwrap();
+        assert!(resolved.is_absolute());
+        assert!(absolute_dir(Some(Path::new("/no/such/dir/anywhere"))).is_err());
+    }
+}

@@ -1,0 +1,95 @@
+//! Getting the session a run or an attach works on: a new one, a named one, or the most
+//! recent one of a directory, with the model and approval policy the command line asked for.
+
+use crate::client::{Client, ClientError};
+use crate::resolve;
+use clap::ValueEnum;
+use rein_protocol::method::{
+    ApprovalPolicy, CreateSessionParams, SessionRef, SessionState, SetApprovalPolicyParams,
+    SetModelParams, names,
+};
+use std::path::PathBuf;
+
+/// Which session to use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    /// A new session.
+    New,
+    /// This session (an id or a unique id prefix).
+    Named(String),
+    /// The most recent session of the directory; a new one when it has none.
+    Latest,
+}
+
+/// The approval policy as given on the command line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ApproveArg {
+    /// Every write, edit and bash call asks.
+    Ask,
+    /// Writes and edits inside the project pass; bash and anything outside ask.
+    AutoEdit,
+    /// Nothing asks.
+    Yolo,
+}
+
+impl From<ApproveArg> for ApprovalPolicy {
+    fn from(arg: ApproveArg) -> Self {
+        match arg {
+            ApproveArg::Ask => Self::Ask,
+            ApproveArg::AutoEdit => Self::AutoEdit,
+            ApproveArg::Yolo => Self::Yolo,
+        }
+    }
+}
+
+/// What the command line says about the session.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRequest {
+    /// Which session.
+    pub target: Target,
+    /// Its project directory (absolute).
+    pub cwd: PathBuf,
+    /// `provider/model` to use.
+    pub model: Option<String>,
+    /// The approval policy to use.
+    pub approval: Option<ApprovalPolicy>,
+}
+
+/// Creates or opens the requested session and applies the requested model and policy.
+/// Returns its state and whether it was newly created.
+pub async fn prepare(
+    client: &mut Client,
+    request: &SessionRequest,
+) -> Result<(SessionState, bool), ClientError> {
+    let existing = match &request.target {
+        Target::New => None,
+        Target::Named(text) => Some(resolve::session_id(client, text).await?),
+        Target::Latest => {
+            resolve::latest_session(client, &request.cwd).await?.map(|summary| summary.session_id)
+        }
+    };
+    let Some(session_id) = existing else {
+        let params = CreateSessionParams {
+            cwd: request.cwd.display().to_string(),
+            model: request.model.clone(),
+            approval_policy: request.approval,
+            ..CreateSessionParams::default()
+        };
+        let state = client.call_as(names::SESSION_CREATE, params).await?;
+        return Ok((state, true));
+    };
+    let mut state: SessionState =
+        client.call_as(names::SESSION_OPEN, SessionRef { session_id: session_id.clone() }).await?;
+    if let Some(model) = &request.model {
+        let params = SetModelParams { session_id: session_id.clone(), model: model.clone() };
+        client.call_as::<serde_json::Value>(names::SESSION_SET_MODEL, params).await?;
+    }
+    if let Some(policy) = request.approval.filter(|policy| *policy != state.approval_policy) {
+        let params = SetApprovalPolicyParams { session_id: session_id.clone(), policy };
+        client.call_as::<serde_json::Value>(names::SESSION_SET_APPROVAL_POLICY, params).await?;
+    }
+    if request.model.is_some() || request.approval.is_some() {
+        state = client.call_as(names::SESSION_STATE, SessionRef { session_id }).await?;
+    }
+    Ok((state, false))
+}
