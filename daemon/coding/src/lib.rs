@@ -3,8 +3,10 @@
 //! It provides the tools a coding agent works with (`read`, `write`, `edit`, `bash`, `grep`,
 //! `find`, `ls`), assembles the system prompt from the tools, the project's instructions
 //! (`AGENTS.md`) and its skills, and keeps the store of trusted project directories whose own
-//! files may enter the prompt.
+//! files may enter the prompt. A [`CodingSession`] binds all of it to one agent harness and one
+//! session file, with approvals ([`approval`]) deciding which tool calls need a person's yes.
 
+pub mod approval;
 pub mod atomic;
 pub mod edit_match;
 pub mod file_locks;
@@ -13,13 +15,18 @@ pub mod instructions;
 pub mod paths;
 pub mod project;
 pub mod prompt;
+pub mod session;
 pub mod skills;
 pub mod tools;
 pub mod trust;
 
+pub use approval::{ApprovalAnswer, ApprovalNotFound, Approvals, approval_reason};
 pub use file_locks::{FileLockGuard, FileLocks};
 pub use file_tracker::{FileChanged, FileStamp, FileTracker};
 pub use project::{ContextFingerprint, ContextSources, ProjectContext};
 pub use prompt::{BASE_PROMPT, PromptInputs, system_prompt};
+pub use session::{
+    ApprovalGate, CodingEnvironment, CodingError, CodingSession, EventSink, SessionDefaults,
+};
 pub use tools::{BashSettings, ToolContext, coding_tools};
 pub use trust::{TrustError, TrustStore};

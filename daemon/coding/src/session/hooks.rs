@@ -1,0 +1,288 @@
+//! The session's hooks into the agent loop: the system prompt refresh, automatic compaction
+//! and tool-history repair before each request, compaction after a context overflow, and
+//! approvals before tool calls.
+
+use std::path::Path;
+use std::sync::{Arc, Weak};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use rein_agent::{AgentHooks, RequestEdit, RequestView, ToolCallContext, ToolCallDecision};
+use rein_ai::Provider;
+use rein_protocol::event::{ApprovalDecision, CompactionReason, SessionEvent};
+use rein_protocol::message::Message;
+use rein_protocol::model::ModelInfo;
+use rein_session::repair::{is_valid_tool_history, repair_messages};
+use rein_session::{Compacted, Session};
+use tokio_util::sync::CancellationToken;
+
+use super::error::CodingError;
+use super::{CodingSession, DAEMON_RESOLVER, lock};
+use crate::approval::approval_reason;
+
+/// What the model is told when a call needed approval and no client could give it.
+pub const NO_APPROVER_REASON: &str = "no client attached that can approve this call, so it \
+     was not run; the user can attach a client that answers approvals or change the approval \
+     policy (session/set_approval_policy)";
+
+/// What the model is told when the run stopped while a call waited for approval.
+pub const APPROVAL_CANCELLED_REASON: &str = "the run was cancelled before the call was approved";
+
+/// The hooks the session's harness runs with. They hold the session weakly, so the harness
+/// (owned by the session) does not keep it alive.
+pub(crate) struct SessionHooks {
+    session: Weak<CodingSession>,
+}
+
+impl SessionHooks {
+    pub(crate) fn new(session: Weak<CodingSession>) -> Self {
+        Self { session }
+    }
+}
+
+impl AgentHooks for SessionHooks {
+    fn before_request<'a>(&'a self, request: RequestView<'a>) -> BoxFuture<'a, RequestEdit> {
+        async move {
+            match self.session.upgrade() {
+                Some(session) => session.before_request(request.messages).await,
+                None => RequestEdit::default(),
+            }
+        }
+        .boxed()
+    }
+
+    fn before_tool_call<'a>(
+        &'a self,
+        call: &'a ToolCallContext,
+    ) -> BoxFuture<'a, ToolCallDecision> {
+        async move {
+            match self.session.upgrade() {
+                Some(session) => session.approve(call).await,
+                None => ToolCallDecision::Block { reason: "the session was closed".into() },
+            }
+        }
+        .boxed()
+    }
+
+    fn on_context_overflow<'a>(
+        &'a self,
+        messages: &'a [Message],
+    ) -> BoxFuture<'a, Option<Vec<Message>>> {
+        let _ = messages;
+        async move {
+            match self.session.upgrade() {
+                Some(session) => session.recover_from_overflow().await,
+                None => None,
+            }
+        }
+        .boxed()
+    }
+}
+
+/// Reports the end of a compaction exactly once, also when the compaction is abandoned (its
+/// run was cancelled and the hook dropped).
+struct CompactionReport<'a> {
+    session: &'a CodingSession,
+    reason: CompactionReason,
+    tokens_before: u64,
+    done: bool,
+}
+
+impl CompactionReport<'_> {
+    fn finish(mut self, entry_id: Option<String>, error: Option<String>) {
+        self.done = true;
+        self.session.emit(SessionEvent::CompactionEnd {
+            reason: self.reason,
+            entry_id,
+            tokens_before: self.tokens_before,
+            error,
+        });
+    }
+}
+
+impl Drop for CompactionReport<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            self.session.emit(SessionEvent::CompactionEnd {
+                reason: self.reason,
+                entry_id: None,
+                tokens_before: self.tokens_before,
+                error: Some("cancelled".into()),
+            });
+        }
+    }
+}
+
+/// Withdraws an approval request nobody answered when the wait ends (cancelled run), and
+/// reports it as denied by the daemon.
+struct PendingApproval<'a> {
+    session: &'a CodingSession,
+    request_id: String,
+}
+
+impl Drop for PendingApproval<'_> {
+    fn drop(&mut self) {
+        if self.session.approvals.withdraw(&self.request_id) {
+            self.session.emit(SessionEvent::ApprovalResolved {
+                request_id: self.request_id.clone(),
+                decision: ApprovalDecision::Deny,
+                reason: Some(APPROVAL_CANCELLED_REASON.into()),
+                resolved_by: DAEMON_RESOLVER.into(),
+            });
+        }
+    }
+}
+
+impl CodingSession {
+    /// Before each request: a fresh system prompt when the project context changed, a
+    /// compaction when the context passed the threshold, and a valid tool history.
+    async fn before_request(&self, messages: &[Message]) -> RequestEdit {
+        let system_prompt = lock(&self.prompt).refresh();
+        if system_prompt.is_some() {
+            tracing::debug!(session = %self.id, "project context changed; system prompt rebuilt");
+        }
+        self.pump.catch_up().await;
+        let compacted = self.compact_at_threshold().await;
+        let current = compacted.as_deref().unwrap_or(messages);
+        let messages = if is_valid_tool_history(current) {
+            compacted
+        } else {
+            tracing::warn!(session = %self.id, "repairing the tool history before a request");
+            Some(repair_messages(current.to_vec(), crate::session::shell::now_millis()))
+        };
+        RequestEdit { system_prompt, messages }
+    }
+
+    /// Compacts when the recorded context passed the model's window minus the reserve;
+    /// returns the history to continue with.
+    async fn compact_at_threshold(&self) -> Option<Vec<Message>> {
+        let (provider, model) = lock(&self.model).usable().ok()?;
+        let settings = &self.env.defaults.compaction;
+        let needed = self.journal.read(|file| file.needs_compaction(&model, settings)).ok()?;
+        if !needed {
+            return None;
+        }
+        let keep = settings.keep_recent_tokens;
+        let cancel = CancellationToken::new();
+        match self
+            .run_compaction(CompactionReason::Threshold, None, keep, provider, &model, &cancel)
+            .await
+        {
+            Ok(_) => self.journal.read(Session::request_messages).ok(),
+            Err(error) => {
+                tracing::warn!(session = %self.id, %error, "automatic compaction failed");
+                None
+            }
+        }
+    }
+
+    /// After the provider rejected a request as too long: compacts, keeping at most a quarter
+    /// of the window verbatim (the rule of `Session::recover_from_overflow`, done here in
+    /// steps so the file is not locked during the model call), and returns the history to
+    /// retry with.
+    async fn recover_from_overflow(&self) -> Option<Vec<Message>> {
+        self.pump.catch_up().await;
+        let (provider, model) = lock(&self.model).usable().ok()?;
+        let keep = self.env.defaults.compaction.keep_recent_tokens.min(model.context_window / 4);
+        let cancel = CancellationToken::new();
+        match self
+            .run_compaction(CompactionReason::Overflow, None, keep, provider, &model, &cancel)
+            .await
+        {
+            Ok(_) => self.journal.read(Session::request_messages).ok(),
+            Err(error) => {
+                tracing::warn!(session = %self.id, %error, "compaction after overflow failed");
+                None
+            }
+        }
+    }
+
+    /// Prepares, summarizes and records a compaction, announcing it with `compaction_start`,
+    /// the entry's `entry_appended` and `compaction_end`. Nothing is announced when there is
+    /// nothing to compact or another compaction runs.
+    pub(crate) async fn run_compaction(
+        &self,
+        reason: CompactionReason,
+        instructions: Option<String>,
+        keep_recent_tokens: u64,
+        provider: Arc<dyn Provider>,
+        model: &ModelInfo,
+        cancel: &CancellationToken,
+    ) -> Result<Compacted, CodingError> {
+        let job = self
+            .journal
+            .read(|file| file.prepare_compaction(reason, instructions, keep_recent_tokens))??;
+        let tokens_before = job.tokens_before();
+        self.emit(SessionEvent::CompactionStart { reason });
+        let report = CompactionReport { session: self, reason, tokens_before, done: false };
+        let settings = &self.env.defaults.compaction;
+        let recorded = match job.summarize(provider.as_ref(), model, settings, cancel).await {
+            Ok(outcome) => self.journal.write(|file| file.finish_compaction(outcome)),
+            Err(error) => Err(error.into()),
+        };
+        match recorded {
+            Ok(compacted) => {
+                report.finish(Some(compacted.entry.id.clone()), None);
+                Ok(compacted)
+            }
+            Err(error) => {
+                report.finish(None, Some(error.to_string()));
+                Err(error)
+            }
+        }
+    }
+
+    /// Decides whether a validated tool call may run, asking a client when the policy says
+    /// so.
+    async fn approve(&self, call: &ToolCallContext) -> ToolCallDecision {
+        let policy = self.approval_policy();
+        let cwd = Path::new(&self.cwd);
+        let Some(reason) = approval_reason(policy, &call.tool_name, &call.arguments, cwd) else {
+            return ToolCallDecision::Proceed;
+        };
+        if self.approvals.is_allowed_for_session(&call.tool_name) {
+            return ToolCallDecision::Proceed;
+        }
+        // The request follows the events of the reply that made the call.
+        self.pump.catch_up().await;
+        let (request_id, answer) = self.approvals.open(&call.tool_name);
+        self.emit(SessionEvent::ApprovalRequested {
+            request_id: request_id.clone(),
+            tool_call_id: call.call_id.clone(),
+            tool_name: call.tool_name.clone(),
+            arguments: call.arguments.clone(),
+            reason,
+        });
+        if !self.gate.has_approver() {
+            if self.approvals.withdraw(&request_id) {
+                self.emit(SessionEvent::ApprovalResolved {
+                    request_id,
+                    decision: ApprovalDecision::Deny,
+                    reason: Some(NO_APPROVER_REASON.into()),
+                    resolved_by: DAEMON_RESOLVER.into(),
+                });
+            }
+            return ToolCallDecision::Block { reason: NO_APPROVER_REASON.into() };
+        }
+        let pending = PendingApproval { session: self, request_id };
+        let answer = tokio::select! {
+            answer = answer => answer.ok(),
+            () = call.cancel.cancelled() => None,
+        };
+        drop(pending);
+        match answer {
+            Some(answer) => match answer.decision {
+                ApprovalDecision::AllowOnce | ApprovalDecision::AllowSession => {
+                    ToolCallDecision::Proceed
+                }
+                ApprovalDecision::Deny => ToolCallDecision::Block {
+                    reason: match answer.reason.filter(|r| !r.trim().is_empty()) {
+                        Some(reason) => format!("the user denied this call: {reason}"),
+                        None => "the user denied this call".to_string(),
+                    },
+                },
+            },
+            None => ToolCallDecision::Block { reason: APPROVAL_CANCELLED_REASON.into() },
+        }
+    }
+}

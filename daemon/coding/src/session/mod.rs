@@ -1,0 +1,637 @@
+//! A coding session: one agent harness bound to one project directory and one session file.
+//!
+//! The daemon holds one `Arc<CodingSession>` per loaded session and calls it from its JSON-RPC
+//! methods, one call per method:
+//!
+//! | method | call |
+//! | --- | --- |
+//! | `session/create`, `session/open` | [`CodingSession::create`], [`CodingSession::open`] |
+//! | `session/state`, `messages`, `tree` | [`CodingSession::state`], [`CodingSession::messages`], [`CodingSession::tree`] |
+//! | `session/prompt`, `steer`, `follow_up` | [`CodingSession::prompt`], [`CodingSession::steer`], [`CodingSession::follow_up`] |
+//! | `session/cancel`, `queue`, `clear_queue` | [`CodingSession::cancel`], [`CodingSession::queues`], [`CodingSession::clear_queue`] |
+//! | `session/set_model`, `set_thinking`, `set_approval_policy` | [`CodingSession::set_model`], [`CodingSession::set_thinking`], [`CodingSession::set_approval_policy`] |
+//! | `session/label`, `rename` | [`CodingSession::label`], [`CodingSession::rename`] |
+//! | `session/branch`, `compact`, `fork`, `export` | [`CodingSession::branch`], [`CodingSession::compact`], [`CodingSession::fork`], [`CodingSession::export`] |
+//! | `session/shell` | [`CodingSession::shell`] |
+//! | `approval/respond` | [`CodingSession::respond_approval`] |
+//! | `trust/set` (for sessions of that project) | [`CodingSession::refresh_trust`] |
+//! | `session/close` | [`CodingSession::close`] |
+//!
+//! Events go to the [`EventSink`] the daemon gives at create/open time, in order; the daemon
+//! numbers them and fans them out.
+//!
+//! # Persistence
+//!
+//! Every message the harness appends (prompt, steering, assistant reply, tool result) is
+//! appended to the session file when its `MessageEnd` arrives, before that event is passed on,
+//! and is followed by an `EntryAppended` event (see `pump`). Model and thinking-level changes,
+//! labels, names, compactions, branch moves and branch summaries are entries too, each
+//! announced with `EntryAppended`. Reopening replays the active path: messages (with tool
+//! history repaired), model and thinking level. The approval policy is not recorded: a session
+//! that is opened again starts from the configured default, the safer choice.
+//!
+//! # Before each request
+//!
+//! The `before_request` hook reloads the project context (AGENTS.md, skills) only when its
+//! fingerprint moved and rebuilds the system prompt; compacts when the context passed the
+//! window minus the reserve (`compaction_start`/`compaction_end`, reason `threshold`); and
+//! repairs the tool history it sends if it is not valid. When the provider still rejects a
+//! request as too long, the overflow hook compacts (reason `overflow`) and the harness retries
+//! once.
+//!
+//! # Busy rules
+//!
+//! - `prompt` during a run fails with `session_busy` unless `when_busy` steers or queues it.
+//! - `branch`, `compact` and `set_model` need an idle session (`session_busy`); a second
+//!   compaction gets `compaction_in_progress`, and so does a prompt during a compaction.
+//! - A user shell command with `add_to_context` needs an idle session and keeps it busy until
+//!   it ends, since its output becomes a message of the history; without `add_to_context` it
+//!   may run beside a run. One user shell command runs at a time.
+//!
+//! # Model
+//!
+//! A model that cannot be resolved (unknown provider, API key not set) does not stop a session
+//! from opening: `prompt` fails with `model_not_found` naming what to set, and the state still
+//! shows the model asked for.
+
+mod context;
+mod environment;
+mod error;
+mod history;
+mod hooks;
+mod journal;
+mod model;
+mod pump;
+mod shell;
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+
+use rein_agent::{Harness, HarnessConfig, PromptReceipt, RunLimits};
+use rein_protocol::event::{ApprovalDecision, QueueState, SessionEvent};
+use rein_protocol::message::{ContentBlock, Message, Usage};
+use rein_protocol::method::{
+    ApprovalPolicy, BusyBehavior, CreateSessionParams, PromptDisposition, PromptParams,
+    PromptResult, QueueMessageResult, QueueSelector, SessionState, SessionSummary, TreeResult,
+};
+use rein_protocol::model::ThinkingLevel;
+use rein_protocol::{EntryKind, SessionEntry};
+use rein_session::Session;
+use tokio_util::sync::CancellationToken;
+
+use crate::approval::{ApprovalAnswer, Approvals};
+use crate::file_tracker::FileTracker;
+use crate::project::ContextSources;
+use crate::tools::{ToolContext, coding_tools};
+use context::PromptContext;
+use journal::Journal;
+use model::ModelSlot;
+use pump::EventPump;
+
+pub use environment::{ApprovalGate, CodingEnvironment, EventSink, SessionDefaults};
+pub use error::CodingError;
+pub use hooks::{APPROVAL_CANCELLED_REASON, NO_APPROVER_REASON};
+
+/// The name given as `resolved_by` when the daemon itself answers an approval.
+pub const DAEMON_RESOLVER: &str = "daemon";
+
+/// What keeps a session from starting a run while it lasts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Operation {
+    Compaction,
+    Branch,
+    ShellIntoContext,
+    ModelChange,
+}
+
+impl Operation {
+    fn busy_error(self) -> CodingError {
+        match self {
+            Self::Compaction => CodingError::CompactionInProgress,
+            Self::Branch => CodingError::Busy("a branch is being made"),
+            Self::ShellIntoContext => CodingError::Busy("a shell command is running"),
+            Self::ModelChange => CodingError::Busy("the model is being changed"),
+        }
+    }
+}
+
+/// The operation in progress and how to cancel it.
+struct ActiveOperation {
+    kind: Operation,
+    cancel: CancellationToken,
+}
+
+/// Marks an operation as running until dropped.
+struct OperationGuard<'a> {
+    session: &'a CodingSession,
+    cancel: CancellationToken,
+}
+
+impl Drop for OperationGuard<'_> {
+    fn drop(&mut self) {
+        *self.session.operation() = None;
+    }
+}
+
+/// One project directory, one session file, one agent harness. See the module docs.
+pub struct CodingSession {
+    id: String,
+    cwd: String,
+    env: CodingEnvironment,
+    harness: Harness,
+    journal: Arc<Journal>,
+    pump: EventPump,
+    sink: EventSink,
+    gate: Arc<dyn ApprovalGate>,
+    approvals: Approvals,
+    policy: Mutex<ApprovalPolicy>,
+    model: Mutex<ModelSlot>,
+    prompt: Mutex<PromptContext>,
+    tool_context: ToolContext,
+    operation: Mutex<Option<ActiveOperation>>,
+    shell: shell::ShellSlot,
+    me: Weak<CodingSession>,
+}
+
+impl std::fmt::Debug for CodingSession {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CodingSession").field("id", &self.id).field("cwd", &self.cwd).finish()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl CodingSession {
+    /// Creates a session file for `params.cwd` and loads it. The model, thinking level and
+    /// approval policy come from `params`, else from the configuration.
+    pub async fn create(
+        env: CodingEnvironment,
+        params: CreateSessionParams,
+        sink: EventSink,
+        gate: Arc<dyn ApprovalGate>,
+    ) -> Result<Arc<Self>, CodingError> {
+        let cwd = PathBuf::from(&params.cwd);
+        if !cwd.is_absolute() || !cwd.is_dir() {
+            return Err(CodingError::InvalidParams(format!(
+                "cwd must be an existing absolute directory: {}",
+                params.cwd
+            )));
+        }
+        let mut file = env.store.create(&params.cwd)?;
+        if let Some(name) = params.name.clone() {
+            file.set_name(Some(name))?;
+        }
+        let model = ModelSlot::resolve(&env.registry, params.model.as_deref());
+        let thinking = params.thinking_level.unwrap_or(env.defaults.thinking_level);
+        let policy = params.approval_policy.unwrap_or(env.defaults.approval_policy);
+        let session = Self::load(env, file, model, thinking, policy, sink, gate)?;
+        session.record_settings()?;
+        Ok(session)
+    }
+
+    /// Opens the session file with this id (repairing it if needed) and loads it. The model
+    /// and thinking level are the ones its active path records, else the configured defaults.
+    pub async fn open(
+        env: CodingEnvironment,
+        session_id: &str,
+        sink: EventSink,
+        gate: Arc<dyn ApprovalGate>,
+    ) -> Result<Arc<Self>, CodingError> {
+        let (file, report) = env.store.open(session_id)?;
+        if !report.actions.is_empty() {
+            tracing::info!(
+                session = session_id,
+                repairs = report.actions.len(),
+                "repaired on open"
+            );
+        }
+        let replay = file.replay();
+        let reference = replay.model.map(|model| model.to_string());
+        let model = ModelSlot::resolve(&env.registry, reference.as_deref());
+        let thinking = replay.thinking_level.unwrap_or(env.defaults.thinking_level);
+        let policy = env.defaults.approval_policy;
+        Self::load(env, file, model, thinking, policy, sink, gate)
+    }
+
+    /// Builds the session around an open file.
+    fn load(
+        env: CodingEnvironment,
+        file: Session,
+        model: ModelSlot,
+        thinking: ThinkingLevel,
+        policy: ApprovalPolicy,
+        sink: EventSink,
+        gate: Arc<dyn ApprovalGate>,
+    ) -> Result<Arc<Self>, CodingError> {
+        let id = file.id().to_string();
+        let cwd = file.cwd().to_string();
+        let messages = file.request_messages();
+        let tool_context = ToolContext {
+            cwd: PathBuf::from(&cwd),
+            images_allowed: model.info.images,
+            bash: env.defaults.bash.clone(),
+            files: FileTracker::new(),
+            locks: env.file_locks.clone(),
+            output_dir: env.output_dir.clone(),
+        };
+        let tools = coding_tools(tool_context.clone());
+        let sources = ContextSources {
+            cwd: PathBuf::from(&cwd),
+            global_dir: Some(env.global_dir.clone()),
+            global_skills_dir: Some(env.global_skills_dir.clone()),
+            trusted: env.trust.is_trusted(&PathBuf::from(&cwd)),
+        };
+        let prompt =
+            PromptContext::load(sources, tools.clone(), env.defaults.extra_prompt_sections.clone());
+        let mut config = HarnessConfig::new(model.harness_provider(), model.info.clone());
+        config.thinking_level = thinking;
+        config.system_prompt = prompt.prompt();
+        config.tools = tools;
+        config.limits = env.defaults.limits.clone();
+        config.messages = messages;
+        let harness = Harness::new(config)?;
+        let journal = Arc::new(Journal::new(file, sink.clone()));
+        Ok(Arc::new_cyclic(|me: &Weak<CodingSession>| {
+            harness.set_hooks(Arc::new(hooks::SessionHooks::new(me.clone())));
+            let pump = EventPump::start(&harness, Arc::clone(&journal), sink.clone());
+            CodingSession {
+                id,
+                cwd,
+                env,
+                harness,
+                journal,
+                pump,
+                sink,
+                gate,
+                approvals: Approvals::new(),
+                policy: Mutex::new(policy),
+                model: Mutex::new(model),
+                prompt: Mutex::new(prompt),
+                tool_context,
+                operation: Mutex::new(None),
+                shell: shell::ShellSlot::default(),
+                me: me.clone(),
+            }
+        }))
+    }
+
+    /// The session id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The project directory.
+    pub fn cwd(&self) -> &str {
+        &self.cwd
+    }
+
+    fn emit(&self, event: SessionEvent) {
+        (self.sink)(event);
+    }
+
+    fn operation(&self) -> MutexGuard<'_, Option<ActiveOperation>> {
+        lock(&self.operation)
+    }
+
+    /// Starts an operation that needs the session idle; refused while a run or another such
+    /// operation is active.
+    fn begin(&self, kind: Operation) -> Result<OperationGuard<'_>, CodingError> {
+        let mut operation = self.operation();
+        if let Some(active) = operation.as_ref() {
+            return Err(match (active.kind, kind) {
+                (Operation::Compaction, Operation::Compaction) => CodingError::CompactionInProgress,
+                (active, _) => active.busy_error(),
+            });
+        }
+        if self.harness.is_running() {
+            return Err(CodingError::Busy("a run is active"));
+        }
+        let cancel = CancellationToken::new();
+        *operation = Some(ActiveOperation { kind, cancel: cancel.clone() });
+        Ok(OperationGuard { session: self, cancel })
+    }
+
+    /// The state the daemon reports for `session/state` (and create/open), with the last
+    /// event seq it numbered.
+    pub fn state(&self, last_seq: u64) -> SessionState {
+        let model = lock(&self.model).clone();
+        let prompt = lock(&self.prompt);
+        let (name, usage, context_tokens, leaf_id) = self
+            .journal
+            .read(|file| {
+                (
+                    file.name().map(str::to_string),
+                    total_usage(file.tree().entries()),
+                    file.context_tokens(),
+                    file.leaf_id().map(str::to_string),
+                )
+            })
+            .unwrap_or_default();
+        SessionState {
+            session_id: self.id.clone(),
+            cwd: self.cwd.clone(),
+            name,
+            model: model.reference,
+            thinking_level: self.harness.thinking_level(),
+            approval_policy: *lock(&self.policy),
+            running: self.harness.is_running(),
+            run_id: self.harness.current_run(),
+            queues: self.harness.queues(),
+            usage,
+            context_tokens,
+            context_window: model.info.context_window,
+            leaf_id,
+            trusted: prompt.trusted(),
+            excluded_files: prompt.excluded(),
+            last_seq,
+        }
+    }
+
+    /// The messages on the active path as the model will see them next (a compaction summary
+    /// first), as recorded in the session file.
+    pub fn messages(&self) -> Vec<Message> {
+        self.journal.read(Session::context_messages).unwrap_or_default()
+    }
+
+    /// The active leaf.
+    pub fn leaf_id(&self) -> Option<String> {
+        self.journal.read(|file| file.leaf_id().map(str::to_string)).ok().flatten()
+    }
+
+    /// Every entry of the session file, for navigation.
+    pub fn tree(&self) -> TreeResult {
+        self.journal
+            .read(|file| TreeResult {
+                entries: file.tree().entries().to_vec(),
+                leaf_id: file.leaf_id().map(str::to_string),
+            })
+            .unwrap_or(TreeResult { entries: Vec::new(), leaf_id: None })
+    }
+
+    /// The session as `session/list` shows it.
+    pub fn summary(&self) -> Result<SessionSummary, CodingError> {
+        let path = self.journal.read(|file| file.path().to_path_buf())?;
+        let mut summary = rein_session::listing::summarize_file(&path)?;
+        summary.loaded = true;
+        summary.running = self.harness.is_running();
+        Ok(summary)
+    }
+
+    /// Starts a run with the prompt, or, while one is active and `when_busy` says so, steers
+    /// it or queues the prompt as a follow-up. Returns at once; progress arrives as events.
+    pub async fn prompt(&self, params: PromptParams) -> Result<PromptResult, CodingError> {
+        let content = user_content(params.text, params.images)?;
+        let limits = self.env.defaults.limits.clone().with_overrides(&params.limits);
+        let receipt = self.submit(content, Some(limits), params.when_busy)?;
+        Ok(PromptResult { run_id: receipt.id, disposition: receipt.disposition })
+    }
+
+    /// Queues a message delivered after the current tool batch; starts a run when idle.
+    pub fn steer(
+        &self,
+        text: String,
+        images: Vec<ContentBlock>,
+    ) -> Result<QueueMessageResult, CodingError> {
+        let receipt = self.submit(user_content(text, images)?, None, Some(BusyBehavior::Steer))?;
+        Ok(queue_result(receipt))
+    }
+
+    /// Queues a message that starts a run after the current one; starts a run when idle.
+    pub fn follow_up(
+        &self,
+        text: String,
+        images: Vec<ContentBlock>,
+    ) -> Result<QueueMessageResult, CodingError> {
+        let content = user_content(text, images)?;
+        let receipt = self.submit(content, None, Some(BusyBehavior::FollowUp))?;
+        Ok(queue_result(receipt))
+    }
+
+    /// Hands user input to the harness, refusing while an operation keeps the session busy or
+    /// when the model cannot be used and the input would start a run.
+    fn submit(
+        &self,
+        content: Vec<ContentBlock>,
+        limits: Option<RunLimits>,
+        when_busy: Option<BusyBehavior>,
+    ) -> Result<PromptReceipt, CodingError> {
+        // Held while the harness decides, so no operation starts between the check and the
+        // run.
+        let operation = self.operation();
+        if let Some(active) = operation.as_ref() {
+            return Err(active.kind.busy_error());
+        }
+        let running = self.harness.is_running();
+        if !running {
+            lock(&self.model).usable()?;
+            self.record_settings()?;
+        }
+        let receipt = match when_busy {
+            None => {
+                let limits = limits.unwrap_or_else(|| self.harness.limits());
+                let id = self.harness.prompt_with_limits(content, limits)?;
+                PromptReceipt { id, disposition: PromptDisposition::Started }
+            }
+            Some(behavior) => self.harness.prompt_or_queue(content, limits, behavior)?,
+        };
+        drop(operation);
+        Ok(receipt)
+    }
+
+    /// Records the model and thinking level in force on the active path when it does not
+    /// already, so reopening the session (or this branch of it) finds them.
+    fn record_settings(&self) -> Result<(), CodingError> {
+        let reference = lock(&self.model).reference.clone();
+        let thinking = self.harness.thinking_level();
+        let replay = self.journal.read(Session::replay)?;
+        let mut kinds = Vec::new();
+        if !reference.provider.is_empty() && replay.model.as_ref() != Some(&reference) {
+            kinds.push(EntryKind::ModelChange {
+                provider: reference.provider.clone(),
+                model: reference.model.clone(),
+            });
+        }
+        if replay.thinking_level != Some(thinking) {
+            kinds.push(EntryKind::ThinkingLevelChange { thinking_level: thinking });
+        }
+        if !kinds.is_empty() {
+            self.journal.write(|file| file.append_all(kinds))?;
+        }
+        Ok(())
+    }
+
+    /// Cancels the current run and any user shell command or compaction. Queued follow-ups
+    /// still run (clear the queue first to stop everything). False when nothing was running.
+    pub fn cancel(&self) -> bool {
+        let run = self.harness.cancel();
+        let shell = self.shell.cancel();
+        let operation = match self.operation().as_ref() {
+            Some(active) if active.kind != Operation::ShellIntoContext => {
+                active.cancel.cancel();
+                true
+            }
+            _ => false,
+        };
+        run || shell || operation
+    }
+
+    /// Both queues.
+    pub fn queues(&self) -> QueueState {
+        self.harness.queues()
+    }
+
+    /// Empties one or both queues and returns what is left.
+    pub fn clear_queue(&self, which: QueueSelector) -> QueueState {
+        self.harness.clear_queue(which);
+        self.harness.queues()
+    }
+
+    /// Switches to another model for the following runs. Refused during a run; a model that
+    /// cannot be resolved is `model_not_found` and changes nothing.
+    pub async fn set_model(&self, reference: &str) -> Result<(), CodingError> {
+        let _operation = self.begin(Operation::ModelChange)?;
+        let slot = ModelSlot::resolve(&self.env.registry, Some(reference));
+        slot.usable()?;
+        let model_ref = slot.reference.clone();
+        self.apply_model(slot);
+        self.journal.write(|file| file.set_model(&model_ref))?;
+        self.emit(SessionEvent::ModelChanged { model: model_ref });
+        Ok(())
+    }
+
+    /// Puts a model in force: harness, tools (images follow the model) and system prompt.
+    fn apply_model(&self, slot: ModelSlot) {
+        let images = slot.info.images;
+        self.harness.set_model(slot.harness_provider(), slot.info.clone());
+        let previous = std::mem::replace(&mut *lock(&self.model), slot);
+        if images != previous.info.images {
+            let mut context = self.tool_context.clone();
+            context.images_allowed = images;
+            let tools = coding_tools(context);
+            match self.harness.set_tools(tools.clone()) {
+                Ok(()) => self.harness.set_system_prompt(lock(&self.prompt).set_tools(tools)),
+                Err(error) => tracing::error!(%error, "could not replace the tools"),
+            }
+        }
+    }
+
+    /// Changes the thinking level for the following runs; recorded in the session file.
+    pub async fn set_thinking(&self, level: ThinkingLevel) -> Result<(), CodingError> {
+        self.harness.set_thinking_level(level);
+        self.journal.write(|file| file.set_thinking_level(level))?;
+        self.emit(SessionEvent::ThinkingLevelChanged { level });
+        Ok(())
+    }
+
+    /// Changes the approval policy; it applies to the next tool call.
+    pub async fn set_approval_policy(&self, policy: ApprovalPolicy) -> Result<(), CodingError> {
+        *lock(&self.policy) = policy;
+        Ok(())
+    }
+
+    /// The approval policy in force.
+    pub fn approval_policy(&self) -> ApprovalPolicy {
+        *lock(&self.policy)
+    }
+
+    /// Answers a pending approval request. The first answer wins; later ones (and answers to
+    /// requests that ended) are `approval_not_found`. Every subscriber sees the
+    /// `approval_resolved` event.
+    pub fn respond_approval(
+        &self,
+        request_id: &str,
+        decision: ApprovalDecision,
+        reason: Option<String>,
+        resolved_by: &str,
+    ) -> Result<(), CodingError> {
+        let answer = ApprovalAnswer { decision, reason, resolved_by: resolved_by.to_string() };
+        self.approvals.answer(request_id, answer, |answer| {
+            self.emit(SessionEvent::ApprovalResolved {
+                request_id: request_id.to_string(),
+                decision: answer.decision,
+                reason: answer.reason.clone(),
+                resolved_by: answer.resolved_by.clone(),
+            });
+        })?;
+        Ok(())
+    }
+
+    /// Reads the project's trust again (after `trust/set` changed it) and rebuilds the system
+    /// prompt; it applies from the next request.
+    pub fn refresh_trust(&self) {
+        let trusted = self.env.trust.is_trusted(&PathBuf::from(&self.cwd));
+        let prompt = lock(&self.prompt).set_trusted(trusted);
+        self.harness.set_system_prompt(prompt);
+    }
+
+    /// True while a run, a user shell command, a compaction or a branch is active.
+    pub fn is_busy(&self) -> bool {
+        self.harness.is_running()
+            || self.operation().is_some()
+            || self.shell.is_running()
+            || self.journal.read(Session::is_compacting).unwrap_or(false)
+    }
+
+    /// True while a run is active.
+    pub fn is_running(&self) -> bool {
+        self.harness.is_running()
+    }
+
+    /// Cancels everything (queues included), waits until the session is idle and every event
+    /// is forwarded, then closes the session file, releasing its lock.
+    pub async fn close(&self) {
+        self.harness.cancel_all();
+        self.cancel();
+        self.harness.wait_idle().await;
+        self.shell.wait().await;
+        self.pump.catch_up().await;
+        self.pump.stop();
+        self.journal.close();
+    }
+
+    /// The system prompt in force (for diagnostics and tests).
+    pub fn system_prompt(&self) -> String {
+        self.harness.system_prompt()
+    }
+
+    /// Waits until no run is active and no follow-up waits.
+    pub async fn wait_idle(&self) {
+        self.harness.wait_idle().await;
+    }
+}
+
+/// The content of a user message: the text, then the images.
+fn user_content(text: String, images: Vec<ContentBlock>) -> Result<Vec<ContentBlock>, CodingError> {
+    if let Some(other) = images.iter().find(|block| !matches!(block, ContentBlock::Image { .. })) {
+        return Err(CodingError::InvalidParams(format!(
+            "images must be image blocks, got {}",
+            serde_json::to_value(other).map(|v| v["type"].to_string()).unwrap_or_default()
+        )));
+    }
+    let mut content = Vec::with_capacity(images.len() + 1);
+    if !text.is_empty() || images.is_empty() {
+        content.push(ContentBlock::text(text));
+    }
+    content.extend(images);
+    Ok(content)
+}
+
+fn queue_result(receipt: PromptReceipt) -> QueueMessageResult {
+    QueueMessageResult {
+        started_run: receipt.disposition == PromptDisposition::Started,
+        id: receipt.id,
+    }
+}
+
+/// Usage summed over every assistant message of the session file (all branches).
+fn total_usage(entries: &[SessionEntry]) -> Usage {
+    let mut usage = Usage::default();
+    for entry in entries {
+        if let EntryKind::Message { message: Message::Assistant(assistant) } = &entry.kind {
+            usage.add(&assistant.usage);
+        }
+    }
+    usage
+}

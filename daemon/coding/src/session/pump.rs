@@ -1,0 +1,120 @@
+//! The event pump: forwards the harness's events to the daemon's sink in order, persisting
+//! each message to the session file at its boundary first.
+//!
+//! A `MessageEnd` is appended to the session file (fsync'd) before it is passed on, and is
+//! followed by the `EntryAppended` of its entry; every other event is passed on as it is.
+//!
+//! Hooks that touch the session file or emit events of their own first call
+//! [`EventPump::catch_up`], which waits until everything the harness emitted before the call
+//! has been forwarded (and so persisted). It counts the harness's events on a second
+//! subscription (the "tap") that sees exactly what the forwarder sees.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use rein_agent::{EventReceiver, Harness};
+use rein_protocol::event::SessionEvent;
+use rein_protocol::message::Message;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use super::environment::EventSink;
+use super::journal::Journal;
+
+/// Counts the harness's events as they are emitted.
+struct Tap {
+    receiver: EventReceiver,
+    emitted: u64,
+}
+
+impl Tap {
+    /// Counts everything emitted so far and returns the total.
+    fn count(&mut self) -> u64 {
+        while self.receiver.try_recv().is_ok() {
+            self.emitted += 1;
+        }
+        self.emitted
+    }
+}
+
+/// The forwarding task of one session and its progress.
+pub(crate) struct EventPump {
+    tap: Arc<Mutex<Tap>>,
+    forwarded: watch::Receiver<u64>,
+    task: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl EventPump {
+    /// Subscribes to `harness` and starts forwarding to `sink`.
+    pub(crate) fn start(harness: &Harness, journal: Arc<Journal>, sink: EventSink) -> Self {
+        // Both subscriptions are made before anything runs, so they see the same events.
+        let tap = Arc::new(Mutex::new(Tap { receiver: harness.subscribe(), emitted: 0 }));
+        let mut events = harness.subscribe();
+        let (progress, forwarded) = watch::channel(0_u64);
+        let task_tap = Arc::clone(&tap);
+        let task = tokio::spawn(async move {
+            let mut done = 0_u64;
+            while let Some(event) = events.recv().await {
+                forward(&journal, &sink, event);
+                done += 1;
+                // Keep the tap drained so it never holds more than the backlog.
+                lock(&task_tap).count();
+                progress.send_replace(done);
+            }
+        });
+        Self { tap, forwarded, task: Mutex::new(Some(task)) }
+    }
+
+    /// Waits until every event the harness emitted before this call has been forwarded.
+    pub(crate) async fn catch_up(&self) {
+        let target = lock(&self.tap).count();
+        let mut forwarded = self.forwarded.clone();
+        // An error means the task ended (the session closed): nothing is left to wait for.
+        let _ = forwarded.wait_for(|done| *done >= target).await;
+    }
+
+    /// Stops forwarding (the session is closing and its harness is idle).
+    pub(crate) fn stop(&self) {
+        let task = self.task.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(task) = task {
+            task.abort();
+        }
+    }
+}
+
+impl Drop for EventPump {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn lock(tap: &Mutex<Tap>) -> MutexGuard<'_, Tap> {
+    tap.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Passes one event on, persisting a finished message first.
+fn forward(journal: &Journal, sink: &EventSink, event: SessionEvent) {
+    let SessionEvent::MessageEnd { message } = event else {
+        sink(event);
+        return;
+    };
+    let persisted = journal.write_quiet(|session| session.append_message(message.clone()));
+    sink(SessionEvent::MessageEnd { message: message.clone() });
+    match persisted {
+        Ok((_, entries)) => {
+            for entry in entries {
+                sink(SessionEvent::EntryAppended { entry });
+            }
+        }
+        Err(error) => {
+            tracing::error!(%error, role = role(&message), "could not persist a message");
+        }
+    }
+}
+
+fn role(message: &Message) -> &'static str {
+    match message {
+        Message::User(_) => "user",
+        Message::Assistant(_) => "assistant",
+        Message::ToolResult(_) => "tool_result",
+    }
+}
