@@ -5,6 +5,7 @@
 //! creates or opens the session a command works on; [`render`] turns events into text;
 //! [`commands`] holds one module per subcommand and [`interactive`] the attach.
 
+pub mod acp;
 pub mod client;
 pub mod commands;
 pub mod interactive;

@@ -196,6 +196,8 @@ enum Command {
     },
     /// Bridge stdin/stdout to the daemon socket, one JSON message per line.
     Stdio,
+    /// Serve the Agent Client Protocol on stdin/stdout, for editors that host ACP agents.
+    Acp,
 }
 
 #[derive(Debug, Subcommand)]
@@ -328,6 +330,7 @@ async fn dispatch(socket: &Path, cli: Cli) -> Result<u8, ClientError> {
             commands::rpc::run(socket, &method, params.as_deref()).await
         }
         Command::Stdio => commands::stdio::run(socket).await,
+        Command::Acp => rein_cli::acp::run(socket).await,
     }
 }
 
