@@ -1,0 +1,197 @@
+// `rein acp` driven by the official ACP TypeScript SDK's client side, against a live daemon
+// and the fake provider. A plain protocol client follows the same session over the socket
+// and must see the same run.
+
+import { client, methods, ndJsonStream, PROTOCOL_VERSION } from "@agentclientprotocol/sdk";
+import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Readable, Writable } from "node:stream";
+import { after, before, test } from "node:test";
+import { bin, startFixture } from "../testkit/fixture.mjs";
+import { ReinClient } from "../vscode/out/protocol.js";
+
+let fixture;
+
+before(async () => {
+  fixture = await startFixture({
+    script: [
+      {
+        thinking: "A new file is needed.",
+        text: "Writing it.",
+        tool_calls: [{ name: "write", arguments: { path: "hello.txt", content: "hi\n" } }],
+      },
+      { text: "Created hello.txt." },
+      { tool_calls: [{ name: "bash", arguments: { command: "sleep 30" } }] },
+    ],
+  });
+});
+
+after(async () => {
+  await fixture?.stop();
+});
+
+/**
+ * Spawns `rein acp` and runs `op(ctx, editor)` on an SDK client connection to it. `editor`
+ * records the updates and answers permission requests with `editor.onPermission`.
+ */
+async function withAgent(op) {
+  const child = spawn(bin("rein"), ["acp"], {
+    env: fixture.env,
+    stdio: ["pipe", "pipe", "inherit"],
+  });
+  const editor = { updates: [], permissions: [], onPermission: null };
+  const app = client({ name: "rein-acp-test" })
+    .onNotification(methods.client.session.update, ({ params }) => {
+      editor.updates.push(params);
+    })
+    .onRequest(methods.client.session.requestPermission, async ({ params }) => {
+      editor.permissions.push(params);
+      return editor.onPermission(params);
+    });
+  const stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  try {
+    return await app.connectWith(stream, (ctx) => op(ctx, editor));
+  } finally {
+    child.stdin.end();
+    child.kill("SIGTERM");
+    await exited;
+  }
+}
+
+async function initialize(ctx) {
+  return ctx.request(methods.agent.initialize, {
+    protocolVersion: PROTOCOL_VERSION,
+    clientCapabilities: { fs: { readTextFile: false, writeTextFile: false }, terminal: false },
+    clientInfo: { name: "rein-acp-test", version: "0.0.0" },
+  });
+}
+
+const kinds = (updates) => updates.map((u) => u.update.sessionUpdate);
+const text = (updates, kind) =>
+  updates
+    .filter((u) => u.update.sessionUpdate === kind)
+    .map((u) => u.update.content.text)
+    .join("");
+
+test("initialize, new session, a permission round trip, cancel, modes and load", async () => {
+  let sessionId;
+  let writeCallId;
+  const watched = [];
+  const watcher = await ReinClient.connectSocket(fixture.socket);
+  await watcher.initialize("watcher", false);
+
+  await withAgent(async (ctx, editor) => {
+    const init = await initialize(ctx);
+    assert.equal(init.protocolVersion, PROTOCOL_VERSION);
+    assert.equal(init.agentCapabilities.loadSession, true);
+    assert.equal(init.agentInfo.name, "rein");
+
+    const created = await ctx.request(methods.agent.session.new, {
+      cwd: fixture.project,
+      mcpServers: [],
+    });
+    sessionId = created.sessionId;
+    assert.equal(created.modes.currentModeId, "ask");
+    assert.deepEqual(
+      created.modes.availableModes.map((m) => m.id),
+      ["ask", "auto-edit", "yolo"],
+    );
+    const model = created.configOptions.find((o) => o.id === "model");
+    assert.equal(model.currentValue, "local/test-model");
+
+    // The second client: a plain protocol client on the socket, following the same session.
+    await watcher.subscribe(sessionId, 0, (item) => {
+      if (item.type === "event") watched.push(item.event);
+    });
+
+    // A tool-using prompt; the permission request is answered here.
+    editor.onPermission = (params) => {
+      assert.equal(params.sessionId, sessionId);
+      assert.equal(params.toolCall.kind, "edit");
+      assert.equal(params.toolCall.title, "write hello.txt");
+      const allow = params.options.find((o) => o.kind === "allow_once");
+      return { outcome: { outcome: "selected", optionId: allow.optionId } };
+    };
+    const first = await ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "Create hello.txt." }],
+    });
+    assert.equal(first.stopReason, "end_turn");
+    assert.equal(editor.permissions.length, 1);
+    assert.equal(readFileSync(join(fixture.project, "hello.txt"), "utf8"), "hi\n");
+
+    const mine = editor.updates.filter((u) => u.sessionId === sessionId);
+    assert.equal(text(mine, "agent_thought_chunk"), "A new file is needed.");
+    assert.equal(text(mine, "agent_message_chunk"), "Writing it.Created hello.txt.");
+    const call = mine.find((u) => u.update.sessionUpdate === "tool_call").update;
+    writeCallId = call.toolCallId;
+    assert.equal(call.kind, "edit");
+    assert.equal(call.status, "pending");
+    assert.deepEqual(call.locations, [{ path: "hello.txt" }]);
+    assert.equal(call.content[0].type, "diff");
+    const statuses = mine
+      .filter((u) => u.update.sessionUpdate === "tool_call_update" && u.update.toolCallId === writeCallId)
+      .map((u) => u.update.status);
+    assert.deepEqual(statuses, ["in_progress", "completed"]);
+
+    // Cancel while the next run waits for its approval.
+    let cancelled;
+    editor.onPermission = async () => {
+      await ctx.notify(methods.agent.session.cancel, { sessionId });
+      await cancelled;
+      return { outcome: { outcome: "cancelled" } };
+    };
+    cancelled = ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "Sleep a while." }],
+    });
+    assert.equal((await cancelled).stopReason, "cancelled");
+
+    // Modes are approval policies.
+    await ctx.request(methods.agent.session.setMode, { sessionId, modeId: "auto-edit" });
+    const state = await watcher.call("session/state", { session_id: sessionId });
+    assert.equal(state.approval_policy, "auto-edit");
+    await assert.rejects(ctx.request(methods.agent.session.setMode, { sessionId, modeId: "nope" }));
+
+    const listed = await ctx.request(methods.agent.session.list, { cwd: fixture.project });
+    assert.ok(listed.sessions.some((s) => s.sessionId === sessionId));
+  });
+
+  // The plain client saw the same runs: the approval answered by the adapter, the write, the
+  // text, and both ends.
+  const ends = watched.filter((e) => e.kind === "agent_end").map((e) => e.reason);
+  assert.deepEqual(ends, ["completed", "cancelled"]);
+  const resolved = watched.find((e) => e.kind === "approval_resolved");
+  assert.equal(resolved.resolved_by, "rein-acp");
+  assert.equal(resolved.decision, "allow_once");
+  assert.ok(watched.some((e) => e.kind === "tool_execution_end" && e.tool_call_id === writeCallId));
+  const streamed = watched
+    .filter((e) => e.kind === "message_update" && e.delta.type === "text_delta")
+    .map((e) => e.delta.delta)
+    .join("");
+  assert.equal(streamed, "Writing it.Created hello.txt.");
+  watcher.close();
+
+  // A new editor connection loads the session and gets its history replayed.
+  await withAgent(async (ctx, editor) => {
+    await initialize(ctx);
+    const loaded = await ctx.request(methods.agent.session.load, {
+      sessionId,
+      cwd: fixture.project,
+      mcpServers: [],
+    });
+    assert.equal(loaded.modes.currentModeId, "auto-edit");
+    const replayed = editor.updates.filter((u) => u.sessionId === sessionId);
+    assert.equal(text(replayed, "user_message_chunk"), "Create hello.txt.Sleep a while.");
+    assert.match(text(replayed, "agent_message_chunk"), /^Writing it\.Created hello\.txt\./);
+    const order = kinds(replayed);
+    assert.ok(order.indexOf("tool_call") < order.lastIndexOf("tool_call_update"));
+    const result = replayed.find(
+      (u) => u.update.sessionUpdate === "tool_call_update" && u.update.toolCallId === writeCallId,
+    );
+    assert.equal(result.update.status, "completed");
+  });
+});
