@@ -1,0 +1,260 @@
+//! Shared by the `cli_*` end-to-end tests: a fake provider, a daemon configured to use it, a
+//! project directory, and the real `rein` aimed at all three.
+
+#![allow(dead_code)] // each test file uses a different part
+
+use rein_testkit::daemon::DaemonFixture;
+use rein_testkit::fake_provider::{FakeProvider, RecordedRequest, Reply};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::{Command, Output};
+
+/// A fake provider, a daemon that uses it as `fake/test-model`, and a project directory.
+pub struct CliEnv {
+    /// Keeps the fake provider's server running.
+    pub runtime: tokio::runtime::Runtime,
+    /// The scripted provider.
+    pub fake: FakeProvider,
+    /// The daemon.
+    pub daemon: DaemonFixture,
+    /// The project directory `rein` runs in.
+    pub project: tempfile::TempDir,
+}
+
+impl CliEnv {
+    /// Starts everything with `script` and the daemon already running.
+    pub fn start(script: Vec<Reply>) -> Self {
+        let env = Self::configured(script);
+        let mut env = env;
+        env.daemon.spawn();
+        env
+    }
+
+    /// Everything but the daemon (for tests where `rein` starts it).
+    pub fn configured(script: Vec<Reply>) -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let fake = runtime.block_on(FakeProvider::start(script)).unwrap();
+        let daemon = DaemonFixture::new();
+        let config = format!(
+            r#"model = "fake/test-model"
+
+[providers.fake]
+api = "openai-chat"
+base_url = "{}"
+api_key_env = ""
+
+[providers.fake.models."test-model"]
+context_window = 32768
+
+[retry]
+max_retries = 0
+"#,
+            fake.base_url()
+        );
+        std::fs::write(daemon.home().join("config.toml"), config).unwrap();
+        let project = tempfile::Builder::new().prefix("rein-project-").tempdir().unwrap();
+        Self { runtime, fake, daemon, project }
+    }
+
+    /// The project directory, canonical (as the daemon stores it).
+    pub fn project_dir(&self) -> std::path::PathBuf {
+        self.project.path().canonicalize().unwrap()
+    }
+
+    /// `rein` in the project directory.
+    pub fn rein(&self) -> Command {
+        let mut command = self.daemon.rein();
+        command.current_dir(self.project.path());
+        command
+    }
+
+    /// Runs `rein ARGS` in the project directory with no stdin.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.rein().args(args).stdin(std::process::Stdio::null()).output().unwrap()
+    }
+
+    /// One JSON-RPC call on a fresh connection; returns the whole response.
+    pub fn rpc(&self, method: &str, params: Value) -> Value {
+        self.daemon.connect().call(1, method, params)
+    }
+
+    /// The `result` of a call that must succeed.
+    pub fn rpc_ok(&self, method: &str, params: Value) -> Value {
+        let response = self.rpc(method, params);
+        assert!(response.get("error").is_none(), "{method} failed: {response}");
+        response["result"].clone()
+    }
+
+    /// The messages on a session's active path.
+    pub fn messages(&self, session_id: &str) -> Vec<Value> {
+        let result = self.rpc_ok("session/messages", json!({"session_id": session_id}));
+        result["messages"].as_array().cloned().unwrap_or_default()
+    }
+
+    /// Requests the fake provider received.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.fake.requests()
+    }
+}
+
+/// Standard output as text.
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Standard error as text.
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The session id `rein run` printed on stderr (`session: ID`).
+pub fn session_id(stderr: &str) -> String {
+    stderr
+        .lines()
+        .find_map(|line| line.strip_prefix("session: "))
+        .unwrap_or_else(|| panic!("no session line in: {stderr}"))
+        .trim()
+        .to_string()
+}
+
+/// Whether any text block of a recorded request mentions `needle`.
+pub fn request_mentions(request: &RecordedRequest, needle: &str) -> bool {
+    request.body.to_string().contains(needle)
+}
+
+/// Asserts the exit code, showing both streams when it differs.
+pub fn assert_exit(output: &Output, code: i32) {
+    assert_eq!(
+        output.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{}",
+        stdout(output),
+        stderr(output)
+    );
+}
+
+/// Stops a daemon that `rein` started on its own.
+pub fn stop_daemon(env: &CliEnv) {
+    let _ = env.run(&["daemon", "stop"]);
+}
+
+/// The path as a string.
+pub fn path_str(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// `rein` on a pseudo-terminal, through util-linux `script`, so the line editor runs as it
+/// does for a person. Output is collected on a thread; [`Pty::expect`] waits for text.
+pub struct Pty {
+    child: std::process::Child,
+    input: std::process::ChildStdin,
+    output: std::sync::Arc<std::sync::Mutex<String>>,
+    cursor: usize,
+}
+
+/// How long [`Pty::expect`] waits.
+pub const EXPECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+
+impl Pty {
+    /// Starts `rein ARGS` on a pseudo-terminal in the project directory.
+    pub fn spawn(env: &CliEnv, args: &[&str]) -> Self {
+        let rein = env.rein();
+        let mut line = shell_quote(&rein.get_program().to_string_lossy());
+        for arg in args {
+            line.push(' ');
+            line.push_str(&shell_quote(arg));
+        }
+        let mut command = Command::new("script");
+        command.args(["-q", "-f", "-e", "-c", &line, "/dev/null"]);
+        for (key, value) in rein.get_envs() {
+            match value {
+                Some(value) => command.env(key, value),
+                None => command.env_remove(key),
+            };
+        }
+        command
+            .env("TERM", "xterm")
+            .current_dir(env.project.path())
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null());
+        let mut child = command.spawn().unwrap();
+        let input = child.stdin.take().unwrap();
+        let mut stdout = child.stdout.take().unwrap();
+        let output = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+        let sink = std::sync::Arc::clone(&output);
+        std::thread::spawn(move || {
+            use std::io::Read;
+            let mut buffer = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buffer) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().unwrap().push_str(&String::from_utf8_lossy(&buffer[..n]));
+            }
+        });
+        Self { child, input, output, cursor: 0 }
+    }
+
+    /// Types `text` (use `\r` for Enter, `\x03` for Ctrl-C).
+    pub fn send(&mut self, text: &str) {
+        use std::io::Write;
+        self.input.write_all(text.as_bytes()).unwrap();
+        self.input.flush().unwrap();
+    }
+
+    /// Waits until `needle` appears after what earlier expects consumed; returns the output
+    /// up to and including it.
+    pub fn expect(&mut self, needle: &str) -> String {
+        let deadline = std::time::Instant::now() + EXPECT_TIMEOUT;
+        loop {
+            {
+                let output = self.output.lock().unwrap();
+                if let Some(at) = output[self.cursor..].find(needle) {
+                    let end = self.cursor + at + needle.len();
+                    let seen = output[self.cursor..end].to_string();
+                    self.cursor = end;
+                    return seen;
+                }
+                if std::time::Instant::now() > deadline {
+                    panic!("timed out waiting for {needle:?}; output so far:\n{}", *output);
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+
+    /// Everything printed so far.
+    pub fn all_output(&self) -> String {
+        self.output.lock().unwrap().clone()
+    }
+
+    /// Waits for the process to exit and returns its exit code.
+    pub fn wait(&mut self) -> Option<i32> {
+        let deadline = std::time::Instant::now() + EXPECT_TIMEOUT;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            if std::time::Instant::now() > deadline {
+                panic!("rein did not exit; output:\n{}", self.all_output());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Pty {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
+}
