@@ -156,6 +156,24 @@ test("initialize, new session, a permission round trip, cancel, modes and load",
     assert.equal(state.approval_policy, "auto-edit");
     await assert.rejects(ctx.request(methods.agent.session.setMode, { sessionId, modeId: "nope" }));
 
+    // Config options pick the thinking level and the model.
+    const configured = await ctx.request(methods.agent.session.setConfigOption, {
+      sessionId,
+      configId: "thought_level",
+      value: "high",
+    });
+    const level = configured.configOptions.find((o) => o.id === "thought_level");
+    assert.equal(level.currentValue, "high");
+    const after = await watcher.call("session/state", { session_id: sessionId });
+    assert.equal(after.thinking_level, "high");
+    await assert.rejects(
+      ctx.request(methods.agent.session.setConfigOption, {
+        sessionId,
+        configId: "model",
+        value: "nowhere/none",
+      }),
+    );
+
     const listed = await ctx.request(methods.agent.session.list, { cwd: fixture.project });
     assert.ok(listed.sessions.some((s) => s.sessionId === sessionId));
   });

@@ -3,7 +3,7 @@
 // points at it. Every test gets its own daemon, socket and project directory.
 
 import { spawn } from "node:child_process";
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -82,16 +82,18 @@ export async function startFixture({ script, files = {}, approvalPolicy = "ask" 
   );
   const socket = join(home, "run", "reind.sock");
   const env = { ...process.env, REIN_HOME: home, REIN_SOCKET: socket };
+  // The daemon's log goes to a file, shown only when it fails to start.
+  const logPath = join(home, "reind.stderr");
   const daemon = spawn(bin("reind"), ["--foreground", "--socket", socket], {
     env,
-    stdio: ["ignore", "ignore", "inherit"],
+    stdio: ["ignore", "ignore", openSync(logPath, "w")],
   });
   try {
     await waitForSocket(socket, 20000);
   } catch (error) {
     daemon.kill("SIGKILL");
     provider.kill("SIGKILL");
-    throw error;
+    throw new Error(`${error.message}\n${readFileSync(logPath, "utf8")}`);
   }
   const stopped = (child) =>
     child.exitCode !== null || child.signalCode !== null

@@ -50,7 +50,7 @@ vim.ui.select = function(items, opts, on_choice)
 end
 
 check("a prompt with the selection as context streams into the chat and the edited buffer reloads", function()
-  vim.cmd("edit notes.txt")
+  vim.cmd("silent edit notes.txt")
   eq("first line", vim.api.nvim_buf_get_lines(0, 0, 1, false)[1], "buffer before")
   vim.cmd("1,1ReinPrompt Rewrite the first line.")
   wait_for("the run to end", function()
