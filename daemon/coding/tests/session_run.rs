@@ -1,5 +1,6 @@
 //! A coding session driving real runs against the scripted fake provider: persistence,
 //! reopening, cancelling, busy rules and an unusable model.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 mod common;
 

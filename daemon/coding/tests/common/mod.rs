@@ -2,7 +2,8 @@
 //! registry pointing at it, temporary REIN_HOME and project directories, and the events the
 //! session emitted.
 
-#![allow(dead_code)] // each test file uses a different part of the fixture
+#![allow(dead_code)]
+// each test file uses a different part of the fixture
 // Test helpers: a failed setup step should fail the test loudly.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -155,9 +156,18 @@ impl Fixture {
 
     /// Creates a session in the project directory with `policy`.
     pub async fn create(&self, policy: ApprovalPolicy) -> (Arc<CodingSession>, Events) {
+        self.create_in(&self.cwd(), policy).await
+    }
+
+    /// Creates a session working in `cwd` with `policy`.
+    pub async fn create_in(
+        &self,
+        cwd: &Path,
+        policy: ApprovalPolicy,
+    ) -> (Arc<CodingSession>, Events) {
         let (sink, events) = self.sink();
         let params = CreateSessionParams {
-            cwd: self.cwd().display().to_string(),
+            cwd: cwd.display().to_string(),
             approval_policy: Some(policy),
             ..CreateSessionParams::default()
         };
