@@ -24,6 +24,9 @@ before(async () => {
       },
       { text: "Created hello.txt." },
       { tool_calls: [{ name: "bash", arguments: { command: "sleep 30" } }] },
+      { text: "Not sleeping then." },
+      { tool_calls: [{ name: "bash", arguments: { command: "sleep 30" } }] },
+      { text: "Hi terminal." },
     ],
   });
 });
@@ -46,9 +49,9 @@ async function withAgent(op) {
     .onNotification(methods.client.session.update, ({ params }) => {
       editor.updates.push(params);
     })
-    .onRequest(methods.client.session.requestPermission, async ({ params }) => {
+    .onRequest(methods.client.session.requestPermission, async ({ params, signal }) => {
       editor.permissions.push(params);
-      return editor.onPermission(params);
+      return editor.onPermission(params, signal);
     });
   const stream = ndJsonStream(Writable.toWeb(child.stdin), Readable.toWeb(child.stdout));
   const exited = new Promise((resolve) => child.once("exit", resolve));
@@ -69,6 +72,15 @@ async function initialize(ctx) {
   });
 }
 
+/** Resolves once `predicate()` holds. */
+async function until(predicate) {
+  const deadline = Date.now() + 20000;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
 const kinds = (updates) => updates.map((u) => u.update.sessionUpdate);
 const text = (updates, kind) =>
   updates
@@ -80,6 +92,7 @@ test("initialize, new session, a permission round trip, cancel, modes and load",
   let sessionId;
   let writeCallId;
   const watched = [];
+  const pendingApprovals = [];
   const watcher = await ReinClient.connectSocket(fixture.socket);
   await watcher.initialize("watcher", false);
 
@@ -104,7 +117,9 @@ test("initialize, new session, a permission round trip, cancel, modes and load",
 
     // The second client: a plain protocol client on the socket, following the same session.
     await watcher.subscribe(sessionId, 0, (item) => {
-      if (item.type === "event") watched.push(item.event);
+      if (item.type !== "event") return;
+      watched.push(item.event);
+      if (item.event.kind === "approval_requested") pendingApprovals.push(item.event);
     });
 
     // A tool-using prompt; the permission request is answered here.
@@ -137,6 +152,26 @@ test("initialize, new session, a permission round trip, cancel, modes and load",
       .map((u) => u.update.status);
     assert.deepEqual(statuses, ["in_progress", "completed"]);
 
+    // Another client answers first: the editor's permission request is withdrawn with
+    // $/cancel_request, and the run goes on with the other client's denial.
+    let withdrawn = false;
+    editor.onPermission = async (params, signal) => {
+      await until(() => pendingApprovals.length === 2);
+      const approval = pendingApprovals[1];
+      assert.equal(approval.tool_call_id, params.toolCall.toolCallId);
+      await watcher.respondApproval(sessionId, approval.request_id, "deny", "not now");
+      await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+      withdrawn = true;
+      return { outcome: { outcome: "cancelled" } };
+    };
+    const denied = await ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "Sleep a while." }],
+    });
+    assert.equal(denied.stopReason, "end_turn");
+    await until(() => withdrawn);
+    assert.equal(editor.permissions.length, 2);
+
     // Cancel while the next run waits for its approval.
     let cancelled;
     editor.onPermission = async () => {
@@ -146,9 +181,17 @@ test("initialize, new session, a permission round trip, cancel, modes and load",
     };
     cancelled = ctx.request(methods.agent.session.prompt, {
       sessionId,
-      prompt: [{ type: "text", text: "Sleep a while." }],
+      prompt: [{ type: "text", text: "Sleep again." }],
     });
     assert.equal((await cancelled).stopReason, "cancelled");
+
+    // A prompt from another client shows up in the editor; the editor's own prompts do not
+    // come back to it.
+    const before = editor.updates.length;
+    await watcher.prompt(sessionId, "From the terminal.");
+    await until(() => text(editor.updates.slice(before), "agent_message_chunk") === "Hi terminal.");
+    assert.equal(text(editor.updates.slice(before), "user_message_chunk"), "From the terminal.");
+    assert.equal(text(editor.updates, "user_message_chunk"), "From the terminal.");
 
     // Modes are approval policies.
     await ctx.request(methods.agent.session.setMode, { sessionId, modeId: "auto-edit" });
@@ -181,16 +224,21 @@ test("initialize, new session, a permission round trip, cancel, modes and load",
   // The plain client saw the same runs: the approval answered by the adapter, the write, the
   // text, and both ends.
   const ends = watched.filter((e) => e.kind === "agent_end").map((e) => e.reason);
-  assert.deepEqual(ends, ["completed", "cancelled"]);
-  const resolved = watched.find((e) => e.kind === "approval_resolved");
-  assert.equal(resolved.resolved_by, "rein-acp");
-  assert.equal(resolved.decision, "allow_once");
+  assert.deepEqual(ends, ["completed", "completed", "cancelled", "completed"]);
+  const resolved = watched.filter((e) => e.kind === "approval_resolved");
+  assert.deepEqual(
+    resolved.slice(0, 2).map((e) => [e.decision, e.resolved_by]),
+    [
+      ["allow_once", "rein-acp"],
+      ["deny", "watcher"],
+    ],
+  );
   assert.ok(watched.some((e) => e.kind === "tool_execution_end" && e.tool_call_id === writeCallId));
   const streamed = watched
     .filter((e) => e.kind === "message_update" && e.delta.type === "text_delta")
     .map((e) => e.delta.delta)
     .join("");
-  assert.equal(streamed, "Writing it.Created hello.txt.");
+  assert.equal(streamed, "Writing it.Created hello.txt.Not sleeping then.Hi terminal.");
   watcher.close();
 
   // A new editor connection loads the session and gets its history replayed.
@@ -203,7 +251,10 @@ test("initialize, new session, a permission round trip, cancel, modes and load",
     });
     assert.equal(loaded.modes.currentModeId, "auto-edit");
     const replayed = editor.updates.filter((u) => u.sessionId === sessionId);
-    assert.equal(text(replayed, "user_message_chunk"), "Create hello.txt.Sleep a while.");
+    assert.equal(
+      text(replayed, "user_message_chunk"),
+      "Create hello.txt.Sleep a while.Sleep again.From the terminal.",
+    );
     assert.match(text(replayed, "agent_message_chunk"), /^Writing it\.Created hello\.txt\./);
     const order = kinds(replayed);
     assert.ok(order.indexOf("tool_call") < order.lastIndexOf("tool_call_update"));

@@ -82,10 +82,46 @@ fn lock_runs(runs: &SharedRuns) -> std::sync::MutexGuard<'_, RunBook> {
     runs.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// One followed session: its run book and the task forwarding its events.
+/// Prompt texts this editor sent that the session has not shown yet, so the editor is not
+/// shown its own prompt again while prompts from other clients are.
+#[derive(Debug, Default)]
+struct OwnPrompts(Vec<String>);
+
+impl OwnPrompts {
+    /// Records a prompt about to be sent.
+    fn sent(&mut self, text: &str) {
+        self.0.push(text.to_string());
+    }
+
+    /// Whether a user message with `text` is one of ours (and forgets it if so).
+    fn claim(&mut self, text: &str) -> bool {
+        match self.0.iter().position(|sent| sent == text) {
+            Some(index) => {
+                self.0.remove(index);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+type SharedPrompts = Arc<std::sync::Mutex<OwnPrompts>>;
+
+fn lock_prompts(prompts: &SharedPrompts) -> std::sync::MutexGuard<'_, OwnPrompts> {
+    prompts.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What a prompt needs of a followed session: its run book and the editor's own prompts.
+#[derive(Debug, Clone, Default)]
+struct Followed {
+    runs: SharedRuns,
+    own_prompts: SharedPrompts,
+}
+
+/// One followed session and the task forwarding its events.
 #[derive(Debug)]
 struct Follower {
-    runs: SharedRuns,
+    followed: Followed,
     task: JoinHandle<()>,
 }
 
@@ -116,6 +152,8 @@ pub struct Agent {
     socket: PathBuf,
     control: Mutex<Client>,
     sessions: std::sync::Mutex<HashMap<String, Follower>>,
+    /// Permission requests waiting for the editor: daemon approval id -> ACP request id.
+    asking: std::sync::Mutex<HashMap<String, u64>>,
 }
 
 fn str_param<'a>(params: &'a Value, name: &str) -> Result<&'a str, AcpError> {
@@ -139,6 +177,7 @@ impl Agent {
             socket: socket.to_path_buf(),
             control: Mutex::new(control),
             sessions: std::sync::Mutex::new(HashMap::new()),
+            asking: std::sync::Mutex::new(HashMap::new()),
         })
     }
 
@@ -239,13 +278,14 @@ impl Agent {
         let session_id = str_param(params, "sessionId")?;
         let blocks = params.get("prompt").and_then(Value::as_array).cloned().unwrap_or_default();
         let input = prompt_input(&blocks);
-        let runs = match self.runs_of(session_id) {
-            Some(runs) => runs,
+        let followed = match self.followed(session_id) {
+            Some(followed) => followed,
             None => {
                 let state = self.state(session_id).await?;
                 self.follow(session_id, state.last_seq).await?
             }
         };
+        lock_prompts(&followed.own_prompts).sent(&input.text);
         let started = self
             .call(
                 "session/prompt",
@@ -255,7 +295,7 @@ impl Agent {
             .await?;
         let run_id = str_param(&started, "run_id")
             .map_err(|_| AcpError::internal("session/prompt returned no run_id"))?;
-        let ended = lock_runs(&runs).wait(run_id);
+        let ended = lock_runs(&followed.runs).wait(run_id);
         let stop_reason =
             ended.await.map_err(|_| AcpError::internal("lost the session's event stream"))??;
         Ok(json!({"stopReason": stop_reason}))
@@ -308,9 +348,9 @@ impl Agent {
         Ok(json!({"configOptions": setup["configOptions"].take()}))
     }
 
-    fn runs_of(&self, session_id: &str) -> Option<SharedRuns> {
+    fn followed(&self, session_id: &str) -> Option<Followed> {
         let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        sessions.get(session_id).map(|follower| Arc::clone(&follower.runs))
+        sessions.get(session_id).map(|follower| follower.followed.clone())
     }
 
     /// Subscribes to a session's events after `after_seq` on a connection of its own and
@@ -319,40 +359,43 @@ impl Agent {
         self: &Arc<Self>,
         session_id: &str,
         after_seq: u64,
-    ) -> Result<SharedRuns, AcpError> {
-        if let Some(runs) = self.runs_of(session_id) {
-            return Ok(runs);
+    ) -> Result<Followed, AcpError> {
+        if let Some(followed) = self.followed(session_id) {
+            return Ok(followed);
         }
         let mut client = daemon_connection(&self.socket).await?;
         client
             .call("session/subscribe", json!({"session_id": session_id, "after_seq": after_seq}))
             .await?;
-        let runs = SharedRuns::default();
+        let followed = Followed::default();
         let task = tokio::spawn(forward_events(
             Arc::downgrade(self),
             Arc::clone(&self.peer),
             client,
             session_id.to_string(),
-            Arc::clone(&runs),
+            followed.clone(),
         ));
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         // Another request may have followed the same session meanwhile; keep the first.
-        let follower = sessions
-            .entry(session_id.to_string())
-            .or_insert(Follower { runs: Arc::clone(&runs), task });
-        Ok(Arc::clone(&follower.runs))
+        let follower =
+            sessions.entry(session_id.to_string()).or_insert(Follower { followed, task });
+        Ok(follower.followed.clone())
+    }
+
+    fn asking(&self) -> std::sync::MutexGuard<'_, HashMap<String, u64>> {
+        self.asking.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Asks the editor about one approval and passes its answer to the daemon.
     async fn ask_permission(&self, session_id: &str, request_id: &str, tool_call: Value) {
-        let answer = self
-            .peer
-            .request(
-                "session/request_permission",
-                json!({"sessionId": session_id, "toolCall": tool_call,
-                    "options": permission::options()}),
-            )
-            .await;
+        let (acp_id, answer) = self.peer.start_request(
+            "session/request_permission",
+            json!({"sessionId": session_id, "toolCall": tool_call,
+                "options": permission::options()}),
+        );
+        self.asking().insert(request_id.to_string(), acp_id);
+        let answer = answer.wait().await;
+        self.asking().remove(request_id);
         let decision = match answer {
             Ok(answer) => permission::decision(&answer),
             Err(error) => {
@@ -369,6 +412,15 @@ impl Agent {
         if let Err(error) = respond {
             // Another client may have answered first; that is how approvals are meant to work.
             tracing::debug!("approval {request_id} not taken: {}", error.message);
+        }
+    }
+
+    /// Withdraws the editor's permission dialog for an approval that was settled elsewhere
+    /// (another client answered, or the run was cancelled).
+    fn approval_resolved(&self, request_id: &str) {
+        let asked = self.asking().remove(request_id);
+        if let Some(acp_id) = asked {
+            self.peer.cancel_request(acp_id);
         }
     }
 }
@@ -394,8 +446,9 @@ async fn forward_events(
     peer: Arc<Peer>,
     mut client: Client,
     session_id: String,
-    runs: SharedRuns,
+    followed: Followed,
 ) {
+    let runs = &followed.runs;
     let mut translator = Translator::new();
     loop {
         let notification = match client.next_notification().await {
@@ -403,7 +456,7 @@ async fn forward_events(
             Err(error) => {
                 tracing::warn!("lost the event stream of {session_id}: {error}");
                 let lost = Err(AcpError::internal(format!("lost the event stream: {error}")));
-                lock_runs(&runs).finish_all(&lost);
+                lock_runs(runs).finish_all(&lost);
                 return;
             }
         };
@@ -435,6 +488,21 @@ async fn forward_events(
                         agent.ask_permission(&session_id, &request_id, tool_call).await;
                     });
                 }
+                Translated::UserMessage { text, updates } => {
+                    if !lock_prompts(&followed.own_prompts).claim(&text) {
+                        for update in updates {
+                            peer.notify(
+                                "session/update",
+                                json!({"sessionId": session_id, "update": update}),
+                            );
+                        }
+                    }
+                }
+                Translated::ApprovalResolved { request_id } => {
+                    if let Some(agent) = agent.upgrade() {
+                        agent.approval_resolved(&request_id);
+                    }
+                }
                 Translated::RunEnded { run_id, stop_reason, error } => {
                     let outcome = match (stop_reason, error) {
                         (Some(reason), _) => Ok(reason),
@@ -442,14 +510,14 @@ async fn forward_events(
                             error.unwrap_or_else(|| "the run failed".to_string()),
                         )),
                     };
-                    lock_runs(&runs).finish(run_id, outcome);
+                    lock_runs(runs).finish(run_id, outcome);
                 }
             },
             SubscriptionItem::Lagged { .. } | SubscriptionItem::ResyncRequired { .. } => {
-                if let Err(error) = resubscribe(&mut client, &session_id, &runs).await {
+                if let Err(error) = resubscribe(&mut client, &session_id, runs).await {
                     tracing::warn!("cannot resubscribe to {session_id}: {error}");
                     let lost = Err(AcpError::internal(format!("lost the event stream: {error}")));
-                    lock_runs(&runs).finish_all(&lost);
+                    lock_runs(runs).finish_all(&lost);
                     return;
                 }
             }
@@ -501,6 +569,17 @@ mod tests {
         book.finish_all(&Err(AcpError::internal("gone")));
         assert_eq!(a.await.unwrap().unwrap_err().message, "gone");
         assert_eq!(b.await.unwrap().unwrap_err().message, "gone");
+    }
+
+    #[test]
+    fn only_the_editors_own_prompts_are_claimed_once_each() {
+        let mut own = OwnPrompts::default();
+        own.sent("fix it");
+        own.sent("fix it");
+        assert!(own.claim("fix it"));
+        assert!(!own.claim("from the terminal"));
+        assert!(own.claim("fix it"));
+        assert!(!own.claim("fix it"));
     }
 
     #[test]

@@ -56,6 +56,17 @@ impl From<ClientError> for AcpError {
     }
 }
 
+/// The answer to a request sent to the editor.
+#[derive(Debug)]
+pub struct PendingAnswer(oneshot::Receiver<Result<Value, AcpError>>);
+
+impl PendingAnswer {
+    /// Waits for the answer.
+    pub async fn wait(self) -> Result<Value, AcpError> {
+        self.0.await.map_err(|_| AcpError::internal("the editor went away"))?
+    }
+}
+
 /// Writes to the editor and matches its answers to our requests. Every line goes through one
 /// channel, so updates sent before a response reach the editor before it.
 #[derive(Debug)]
@@ -90,13 +101,24 @@ impl Peer {
         }
     }
 
-    /// Sends a request to the editor and waits for its answer.
-    pub async fn request(&self, method: &str, params: Value) -> Result<Value, AcpError> {
+    /// Sends a request to the editor; returns its id and the answer to come.
+    pub fn start_request(&self, method: &str, params: Value) -> (u64, PendingAnswer) {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.pending_lock().insert(id, tx);
         self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        rx.await.map_err(|_| AcpError::internal("the editor went away"))?
+        (id, PendingAnswer(rx))
+    }
+
+    /// Sends a request to the editor and waits for its answer.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value, AcpError> {
+        self.start_request(method, params).1.wait().await
+    }
+
+    /// Tells the editor that the answer to request `id` is no longer needed (ACP's
+    /// `$/cancel_request`); the editor still answers it, normally with an error.
+    pub fn cancel_request(&self, id: u64) {
+        self.notify("$/cancel_request", json!({"requestId": id}));
     }
 
     /// Hands a response from the editor to the request waiting for it.
@@ -151,6 +173,20 @@ mod tests {
         let sent: Value = serde_json::from_str(&rx.recv().await.unwrap()).unwrap();
         peer.resolve(json!({"id": sent["id"], "error": {"code": -1, "message": "no"}}));
         assert_eq!(failing.await.unwrap().unwrap_err().message, "no");
+    }
+
+    #[tokio::test]
+    async fn a_cancelled_request_is_announced_and_still_answered() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let peer = Peer::new(tx);
+        let (id, answer) = peer.start_request("session/request_permission", json!({}));
+        rx.try_recv().unwrap();
+        peer.cancel_request(id);
+        let cancel: Value = serde_json::from_str(&rx.try_recv().unwrap()).unwrap();
+        assert_eq!(cancel["method"], "$/cancel_request");
+        assert_eq!(cancel["params"]["requestId"], id);
+        peer.resolve(json!({"id": id, "error": {"code": -32800, "message": "cancelled"}}));
+        assert_eq!(answer.wait().await.unwrap_err().code, -32800);
     }
 
     #[test]

@@ -187,6 +187,19 @@ pub enum Translated {
         /// The ACP tool call to show.
         tool_call: Value,
     },
+    /// An approval request was answered (by anyone) or expired.
+    ApprovalResolved {
+        /// The daemon's approval request id.
+        request_id: String,
+    },
+    /// A user message entered the conversation: a prompt, a steer or a follow-up, from this
+    /// editor or from another client.
+    UserMessage {
+        /// Its text, to recognise the editor's own prompts.
+        text: String,
+        /// The `user_message_chunk` updates that show it.
+        updates: Vec<Value>,
+    },
     /// A run ended.
     RunEnded {
         /// The run.
@@ -226,6 +239,20 @@ impl Translator {
                 AssistantDelta::ToolCallEnd { call, .. } => vec![tool_call_update(call)],
                 _ => Vec::new(),
             },
+            SessionEvent::MessageStart { message: message @ Message::User(user) } => {
+                let text = user
+                    .content
+                    .iter()
+                    .filter_map(|block| match block {
+                        ContentBlock::Text { text } => Some(text.as_str()),
+                        _ => None,
+                    })
+                    .collect();
+                return Translated::UserMessage { text, updates: replay_message(message) };
+            }
+            SessionEvent::ApprovalResolved { request_id, .. } => {
+                return Translated::ApprovalResolved { request_id: request_id.clone() };
+            }
             SessionEvent::MessageEnd { message: Message::Assistant(message) } => {
                 self.last_stop = Some(message.stop_reason);
                 Vec::new()
@@ -390,6 +417,35 @@ mod tests {
             }
             other => panic!("unexpected {other:?}"),
         }
+    }
+
+    #[test]
+    fn user_messages_carry_their_text_and_resolutions_their_request() {
+        let mut translator = Translator::new();
+        let start = SessionEvent::MessageStart {
+            message: Message::User(UserMessage {
+                content: vec![
+                    ContentBlock::Text { text: "keep ".into() },
+                    ContentBlock::Text { text: "going".into() },
+                ],
+                timestamp: 0,
+            }),
+        };
+        match translator.translate(&start) {
+            Translated::UserMessage { text, updates } => {
+                assert_eq!(text, "keep going");
+                assert_eq!(updates.len(), 2);
+                assert_eq!(updates[0]["sessionUpdate"], "user_message_chunk");
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        let resolved: SessionEvent = serde_json::from_value(json!({"kind": "approval_resolved",
+            "request_id": "ap-3", "decision": "deny", "resolved_by": "rein"}))
+        .unwrap();
+        assert_eq!(
+            translator.translate(&resolved),
+            Translated::ApprovalResolved { request_id: "ap-3".into() }
+        );
     }
 
     #[test]
