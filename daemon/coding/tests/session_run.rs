@@ -190,3 +190,47 @@ async fn a_busy_prompt_can_steer_or_follow_up() {
     assert_eq!(user_texts, ["start", "also this", "then this"]);
     assert_eq!(texts.last().unwrap(), "follow-up answer");
 }
+
+#[tokio::test]
+async fn create_refuses_a_cwd_that_is_not_an_absolute_directory() {
+    let fx = Fixture::new(vec![]).await;
+    for cwd in ["relative/dir".to_string(), fx.cwd().join("missing").display().to_string()] {
+        let (sink, _) = fx.sink();
+        let params = CreateSessionParams { cwd, ..CreateSessionParams::default() };
+        let error =
+            rein_coding::CodingSession::create(fx.env.clone(), params, sink, fx.gate.clone())
+                .await
+                .unwrap_err();
+        assert_eq!(error.kind(), ErrorKind::InvalidParams);
+    }
+}
+
+#[tokio::test]
+async fn a_prompt_queued_while_busy_runs_after_the_current_run() {
+    let fx = Fixture::new(vec![
+        Reply::tool_call("bash", json!({"command": "sleep 2"})),
+        Reply::text("first done"),
+        Reply::text("queued done"),
+    ])
+    .await;
+    let (session, mut events) = fx.create(ApprovalPolicy::Yolo).await;
+    let first = session.prompt(prompt(&session, "first")).await.unwrap();
+    events.until(|e| matches!(e, SessionEvent::ToolExecutionStart { .. })).await;
+    let mut queued = prompt(&session, "queued");
+    queued.when_busy = Some(BusyBehavior::FollowUp);
+    let queued = session.prompt(queued).await.unwrap();
+    assert_eq!(queued.disposition, PromptDisposition::Queued);
+    assert_ne!(queued.run_id, first.run_id);
+    assert_eq!(session.state(0).run_id.as_deref(), Some(first.run_id.as_str()));
+    events.settled().await;
+    let starts: Vec<String> = events
+        .seen
+        .iter()
+        .filter_map(|e| match e {
+            SessionEvent::AgentStart { run_id } => Some(run_id.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(starts, [first.run_id, queued.run_id]);
+    assert_eq!(text_of(session.messages().last().unwrap()), "queued done");
+}

@@ -417,6 +417,8 @@ impl CodingSession {
         limits: Option<RunLimits>,
         when_busy: Option<BusyBehavior>,
     ) -> Result<PromptReceipt, CodingError> {
+        // A closed session refuses before anything else is checked.
+        self.journal.read(|_| ())?;
         // Held while the harness decides, so no operation starts between the check and the
         // run.
         let operation = self.operation();
