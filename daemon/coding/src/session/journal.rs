@@ -32,34 +32,32 @@ impl Journal {
         self.lock().as_ref().map(read).ok_or(CodingError::Closed)
     }
 
-    /// Writes to the session file and returns what the write returned and the entries it
-    /// appended, without announcing them (the caller announces them in its own order).
-    pub(crate) fn write_quiet<T>(
+    /// Writes to the session file, then hands the appended entries to `announce`, still
+    /// under the file's lock, so announcements of concurrent writers follow the file's order.
+    pub(crate) fn write_then<T>(
         &self,
         write: impl FnOnce(&mut Session) -> Result<T, SessionError>,
-    ) -> Result<(T, Vec<SessionEntry>), CodingError> {
-        let mut guard = self.lock();
-        let session = guard.as_mut().ok_or(CodingError::Closed)?;
-        let before = session.tree().entries().len();
-        let value = write(session)?;
-        let appended = session.tree().entries().get(before..).unwrap_or_default().to_vec();
-        Ok((value, appended))
-    }
-
-    /// Writes to the session file, then announces every appended entry.
-    pub(crate) fn write<T>(
-        &self,
-        write: impl FnOnce(&mut Session) -> Result<T, SessionError>,
+        announce: impl FnOnce(&[SessionEntry]),
     ) -> Result<T, CodingError> {
         let mut guard = self.lock();
         let session = guard.as_mut().ok_or(CodingError::Closed)?;
         let before = session.tree().entries().len();
         let value = write(session)?;
-        // Announced under the lock, so the announcements follow the file's order.
-        for entry in session.tree().entries().get(before..).unwrap_or_default() {
-            (self.sink)(SessionEvent::EntryAppended { entry: entry.clone() });
-        }
+        announce(session.tree().entries().get(before..).unwrap_or_default());
         Ok(value)
+    }
+
+    /// Writes to the session file, then announces every appended entry with
+    /// `EntryAppended`.
+    pub(crate) fn write<T>(
+        &self,
+        write: impl FnOnce(&mut Session) -> Result<T, SessionError>,
+    ) -> Result<T, CodingError> {
+        self.write_then(write, |entries| {
+            for entry in entries {
+                (self.sink)(SessionEvent::EntryAppended { entry: entry.clone() });
+            }
+        })
     }
 
     /// Closes the file (releasing its lock). Returns false when it was already closed.

@@ -91,23 +91,25 @@ fn lock(tap: &Mutex<Tap>) -> MutexGuard<'_, Tap> {
     tap.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Passes one event on, persisting a finished message first.
+/// Passes one event on, persisting a finished message first: the message end is followed by
+/// the `EntryAppended` of its entry.
 fn forward(journal: &Journal, sink: &EventSink, event: SessionEvent) {
     let SessionEvent::MessageEnd { message } = event else {
         sink(event);
         return;
     };
-    let persisted = journal.write_quiet(|session| session.append_message(message.clone()));
-    sink(SessionEvent::MessageEnd { message: message.clone() });
-    match persisted {
-        Ok((_, entries)) => {
+    let persisted = journal.write_then(
+        |session| session.append_message(message.clone()),
+        |entries| {
+            sink(SessionEvent::MessageEnd { message: message.clone() });
             for entry in entries {
-                sink(SessionEvent::EntryAppended { entry });
+                sink(SessionEvent::EntryAppended { entry: entry.clone() });
             }
-        }
-        Err(error) => {
-            tracing::error!(%error, role = role(&message), "could not persist a message");
-        }
+        },
+    );
+    if let Err(error) = persisted {
+        tracing::error!(%error, role = role(&message), "could not persist a message");
+        sink(SessionEvent::MessageEnd { message });
     }
 }
 
