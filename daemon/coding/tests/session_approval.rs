@@ -9,10 +9,10 @@ use std::sync::atomic::Ordering;
 use common::{Events, Fixture, prompt};
 use rein_coding::CodingSession;
 use rein_coding::session::{APPROVAL_CANCELLED_REASON, NO_APPROVER_REASON};
-use rein_protocol::ErrorKind;
 use rein_protocol::event::{ApprovalDecision, EndReason, SessionEvent};
 use rein_protocol::message::{Message, ToolResultMessage};
 use rein_protocol::method::ApprovalPolicy;
+use rein_protocol::{EntryKind, ErrorKind};
 use rein_testkit::fake_provider::Reply;
 use serde_json::json;
 
@@ -113,6 +113,17 @@ async fn allow_once_runs_the_call_and_the_next_call_asks_again() {
             (ApprovalDecision::Deny, Some("not b".to_string()), "rein-cli".to_string()),
         ]
     );
+    // Each request follows the persisted reply that made the call and its execution start.
+    let position = |wanted: &dyn Fn(&SessionEvent) -> bool| {
+        events.seen.iter().position(|e| wanted(e)).unwrap()
+    };
+    let reply_persisted = position(&|e| {
+        matches!(e, SessionEvent::EntryAppended { entry } if matches!(&entry.kind,
+            EntryKind::Message { message: Message::Assistant(_) }))
+    });
+    let started = position(&|e| matches!(e, SessionEvent::ToolExecutionStart { .. }));
+    let asked = position(&|e| matches!(e, SessionEvent::ApprovalRequested { .. }));
+    assert!(reply_persisted < started && started < asked, "{:#?}", events.seen);
     let results = tool_results(&session);
     assert!(!results[0].is_error);
     assert!(results[1].is_error);

@@ -353,3 +353,27 @@ async fn settings_labels_and_names_are_recorded_and_survive_reopening() {
     let (fork, _) = fx.open(&fork_id).await;
     assert_eq!(fork.messages().len(), 2);
 }
+
+#[tokio::test]
+async fn the_model_recorded_on_a_branch_is_put_back_in_force() {
+    let fx = Fixture::new(vec![Reply::text("a1"), Reply::text("a2"), Reply::text("a3")]).await;
+    let (session, mut events) = fx.create(ApprovalPolicy::Yolo).await;
+    session.prompt(prompt(&session, "one")).await.unwrap();
+    events.settled().await;
+    let first_answer = session.leaf_id().unwrap();
+    session.set_model("local/other-model").await.unwrap();
+    session.prompt(prompt(&session, "two")).await.unwrap();
+    events.settled().await;
+    assert_eq!(fx.bodies()[1]["model"], json!("other-model"));
+
+    events.clear();
+    session.branch(Some(&first_answer), false).await.unwrap();
+    let changed = events.until(|e| matches!(e, SessionEvent::ModelChanged { .. })).await;
+    assert!(
+        matches!(changed, SessionEvent::ModelChanged { model } if model.to_string() == common::MODEL)
+    );
+    assert_eq!(session.state(0).model.to_string(), common::MODEL);
+    session.prompt(prompt(&session, "three")).await.unwrap();
+    events.settled().await;
+    assert_eq!(fx.bodies()[2]["model"], json!("test-model"));
+}
