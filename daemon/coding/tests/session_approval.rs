@@ -114,9 +114,8 @@ async fn allow_once_runs_the_call_and_the_next_call_asks_again() {
         ]
     );
     // Each request follows the persisted reply that made the call and its execution start.
-    let position = |wanted: &dyn Fn(&SessionEvent) -> bool| {
-        events.seen.iter().position(|e| wanted(e)).unwrap()
-    };
+    let position =
+        |wanted: &dyn Fn(&SessionEvent) -> bool| events.seen.iter().position(wanted).unwrap();
     let reply_persisted = position(&|e| {
         matches!(e, SessionEvent::EntryAppended { entry } if matches!(&entry.kind,
             EntryKind::Message { message: Message::Assistant(_) }))
