@@ -153,6 +153,38 @@ pub fn parse(text: &str) -> Result<Config, toml::de::Error> {
     toml::from_str(text)
 }
 
+/// The coding environment every session shares, built from the configuration.
+///
+/// Under `home`: session files in `sessions/`, the trust store `trust.json`, the global
+/// `AGENTS.md` and `skills/`, and the full output of long commands in `tmp/bash-output/`.
+pub fn coding_environment(
+    home: &Path,
+    config: &Config,
+    registry: std::sync::Arc<rein_ai::Registry>,
+) -> Result<rein_coding::session::CodingEnvironment, rein_coding::trust::TrustError> {
+    use rein_coding::session::{CodingEnvironment, SessionDefaults};
+    let limits = rein_agent::RunLimits {
+        max_turns: Some(config.limits.max_turns),
+        max_cost: config.limits.max_cost,
+        max_wall_time: config.limits.max_seconds.map(std::time::Duration::from_secs),
+        max_failed_turns: Some(config.limits.max_failed_turns),
+    };
+    Ok(CodingEnvironment {
+        registry,
+        store: rein_session::SessionStore::new(home),
+        trust: std::sync::Arc::new(rein_coding::trust::TrustStore::open(home)?),
+        file_locks: rein_coding::file_locks::FileLocks::new(),
+        global_dir: home.to_path_buf(),
+        global_skills_dir: home.join("skills"),
+        output_dir: home.join("tmp").join("bash-output"),
+        defaults: SessionDefaults {
+            approval_policy: config.approval_policy,
+            limits,
+            ..SessionDefaults::default()
+        },
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

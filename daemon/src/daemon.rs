@@ -1,6 +1,7 @@
 //! The daemon's shared state: where it lives, when it started, and how it stops.
 
 use crate::config::Config;
+use crate::hub::Hub;
 use rein_ai::registry::Registry;
 use rein_protocol::event::DaemonEvent;
 use std::path::PathBuf;
@@ -32,6 +33,8 @@ pub struct Daemon {
     pub config: Config,
     /// Providers and models.
     pub registry: Arc<Registry>,
+    /// The loaded sessions.
+    pub hub: Arc<Hub>,
     /// When the daemon started.
     pub started: Instant,
     /// Cancelled to shut the daemon down gracefully.
@@ -43,12 +46,18 @@ pub struct Daemon {
 
 impl Daemon {
     /// A daemon with the given settings.
-    pub fn new(options: DaemonOptions, config: Config, registry: Arc<Registry>) -> Self {
-        let (events, _) = broadcast::channel(256);
+    pub fn new(
+        options: DaemonOptions,
+        config: Config,
+        registry: Arc<Registry>,
+        hub: Arc<Hub>,
+        events: broadcast::Sender<DaemonEvent>,
+    ) -> Self {
         Self {
             options,
             config,
             registry,
+            hub,
             started: Instant::now(),
             shutdown: CancellationToken::new(),
             events,

@@ -3,6 +3,7 @@
 use anyhow::Context;
 use clap::Parser;
 use rein_ai::registry::Registry;
+use rein_daemon::hub::Hub;
 use rein_daemon::server::listener::{self, BindError};
 use rein_daemon::{Daemon, DaemonOptions, config, logging, methods, server};
 use rein_protocol::codec::DEFAULT_MAX_LINE_BYTES;
@@ -79,7 +80,11 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     drop(entered);
     runtime.block_on(async move {
-        let daemon = Arc::new(Daemon::new(options, config, registry));
+        let env = Arc::new(config::coding_environment(&options.home, &config, registry.clone())?);
+        let (events, _) = tokio::sync::broadcast::channel(256);
+        let hub = Arc::new(Hub::new(env, config.sessions.clone(), events.clone()));
+        let daemon = Arc::new(Daemon::new(options, config, registry, hub.clone(), events));
+        hub.spawn_idle_reaper(daemon.shutdown.clone());
         match &config_path {
             Some(path) => tracing::info!(config = %path.display(), "configuration loaded"),
             None => tracing::info!("no configuration file; using defaults"),

@@ -11,7 +11,7 @@
 
 use rein_protocol::event::{EventEnvelope, SessionEvent, SubscriptionItem};
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use tokio::sync::mpsc;
 
 /// Receives one subscriber's items.
@@ -28,12 +28,14 @@ struct Inner {
     buffer: VecDeque<Arc<EventEnvelope>>,
     next_seq: u64,
     subscribers: Vec<Subscriber>,
+    /// Events published before the log learned its session id.
+    unbound: Vec<(SessionEvent, i64)>,
 }
 
 /// The event stream of one session.
 #[derive(Debug)]
 pub struct EventLog {
-    session_id: String,
+    session_id: OnceLock<String>,
     capacity: usize,
     queue_size: usize,
     inner: Mutex<Inner>,
@@ -43,16 +45,46 @@ impl EventLog {
     /// A log keeping the last `capacity` events, giving each subscriber a queue of
     /// `queue_size` items. The first event gets seq 1.
     pub fn new(session_id: impl Into<String>, capacity: usize, queue_size: usize) -> Self {
+        let log = Self::unbound(capacity, queue_size);
+        log.bind(session_id.into());
+        log
+    }
+
+    /// A log that does not know its session id yet (the session is still being created).
+    /// Events published before [`EventLog::bind`] are held back and numbered when it is called.
+    pub fn unbound(capacity: usize, queue_size: usize) -> Self {
         Self {
-            session_id: session_id.into(),
+            session_id: OnceLock::new(),
             capacity: capacity.max(1),
             queue_size: queue_size.max(2),
             inner: Mutex::new(Inner {
                 buffer: VecDeque::new(),
                 next_seq: 1,
                 subscribers: Vec::new(),
+                unbound: Vec::new(),
             }),
         }
+    }
+
+    /// Sets the session id and publishes the events held back until now. Later calls do
+    /// nothing.
+    pub fn bind(&self, session_id: String) {
+        if self.session_id.set(session_id).is_err() {
+            return;
+        }
+        let held = std::mem::take(&mut self.lock().unbound);
+        for (event, timestamp) in held {
+            self.publish(event, timestamp);
+        }
+    }
+
+    fn id(&self) -> &str {
+        self.session_id().unwrap_or_default()
+    }
+
+    /// The session id, once bound.
+    pub fn session_id(&self) -> Option<&str> {
+        self.session_id.get().map(String::as_str)
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -71,17 +103,21 @@ impl EventLog {
     }
 
     /// Numbers the event, buffers it and delivers it to every subscriber; returns its seq.
+    /// Before [`EventLog::bind`] the event is held back and 0 is returned.
     pub fn publish(&self, event: SessionEvent, timestamp: i64) -> u64 {
         let mut inner = self.lock();
+        let Some(session_id) = self.session_id.get() else {
+            inner.unbound.push((event, timestamp));
+            return 0;
+        };
         let seq = inner.next_seq;
         inner.next_seq += 1;
         let envelope =
-            Arc::new(EventEnvelope { session_id: self.session_id.clone(), seq, timestamp, event });
+            Arc::new(EventEnvelope { session_id: session_id.clone(), seq, timestamp, event });
         if inner.buffer.len() == self.capacity {
             inner.buffer.pop_front();
         }
         inner.buffer.push_back(envelope.clone());
-        let session_id = &self.session_id;
         inner.subscribers.retain_mut(|subscriber| deliver(subscriber, &envelope, session_id));
         seq
     }
@@ -98,7 +134,7 @@ impl EventLog {
             let oldest = inner.buffer.front().map(|e| e.seq).unwrap_or(last_seq + 1);
             if after + 1 < oldest || after > last_seq {
                 let _ = subscriber.sender.try_send(SubscriptionItem::ResyncRequired {
-                    session_id: self.session_id.clone(),
+                    session_id: self.id().to_string(),
                     oldest_buffered_seq: oldest,
                 });
                 return receiver;
@@ -106,7 +142,7 @@ impl EventLog {
             subscriber.last_delivered = after;
             let missed: Vec<_> = inner.buffer.iter().filter(|e| e.seq > after).cloned().collect();
             for envelope in missed {
-                if !deliver(&mut subscriber, &envelope, &self.session_id) {
+                if !deliver(&mut subscriber, &envelope, self.id()) {
                     return receiver;
                 }
             }
@@ -240,6 +276,22 @@ mod tests {
             Some(&SubscriptionItem::Lagged { session_id: "s".into(), last_delivered_seq: 3 })
         );
         assert_eq!(log.subscriber_count(), 1);
+    }
+
+    #[test]
+    fn events_before_binding_are_held_then_numbered() {
+        let log = EventLog::unbound(8, 8);
+        assert_eq!(log.publish(turn(1), 0), 0);
+        assert_eq!(log.last_seq(), 0);
+        log.bind("late".into());
+        let mut rx = log.subscribe(Some(0));
+        log.publish(turn(2), 0);
+        let items = drain(&mut rx);
+        assert_eq!(seqs(&items), vec![1, 2]);
+        match &items[0] {
+            SubscriptionItem::Event(e) => assert_eq!(e.session_id, "late"),
+            other => panic!("unexpected {other:?}"),
+        }
     }
 
     #[test]

@@ -35,6 +35,8 @@ pub async fn serve(daemon: Arc<Daemon>, socket: BoundSocket, methods: Methods) {
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
         }
     }
+    tracing::info!(sessions = daemon.hub.loaded_count(), "shutting down: closing sessions");
+    daemon.hub.shutdown().await;
     tracing::info!(open = connections.len(), "shutting down: closing connections");
     let drained = tokio::time::timeout(DRAIN_TIMEOUT, async {
         while connections.join_next().await.is_some() {}

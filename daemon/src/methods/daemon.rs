@@ -1,0 +1,112 @@
+//! `initialize`, `daemon/*`, `models/list` and `trust/*`.
+
+use super::DAEMON_VERSION;
+use crate::rpc_error::RpcError;
+use crate::server::dispatch::{ClientInfo, ConnectionContext};
+use rein_protocol::error::ErrorKind;
+use rein_protocol::method::{
+    Ack, DaemonCapabilities, DaemonInfo, Empty, ExportFormat, InitializeParams, InitializeResult,
+    ModelsResult, TrustListResult, TrustParams,
+};
+use rein_protocol::version::PROTOCOL_VERSION;
+use std::sync::Arc;
+
+/// `initialize`: checks the protocol version and records who the client is.
+pub async fn initialize(
+    params: InitializeParams,
+    connection: Arc<ConnectionContext>,
+) -> Result<InitializeResult, RpcError> {
+    if !PROTOCOL_VERSION.is_compatible_with(params.protocol_version) {
+        return Err(RpcError::new(
+            ErrorKind::IncompatibleProtocol,
+            format!(
+                "client speaks protocol {} but this daemon speaks {}; upgrade the older side",
+                params.protocol_version, PROTOCOL_VERSION
+            ),
+        ));
+    }
+    if let Ok(mut client) = connection.client.lock() {
+        *client = ClientInfo {
+            name: params.client_name,
+            version: params.client_version,
+            capabilities: params.capabilities,
+        };
+    }
+    let options = &connection.daemon.options;
+    Ok(InitializeResult {
+        daemon_version: DAEMON_VERSION.to_string(),
+        protocol_version: PROTOCOL_VERSION,
+        capabilities: DaemonCapabilities {
+            replay_buffer: connection.daemon.config.sessions.replay_buffer as u64,
+            max_line_bytes: options.max_line_bytes as u64,
+            export_formats: vec![ExportFormat::Markdown, ExportFormat::Jsonl],
+        },
+    })
+}
+
+/// `daemon/info`.
+pub async fn info(_: Empty, connection: Arc<ConnectionContext>) -> Result<DaemonInfo, RpcError> {
+    let daemon = &connection.daemon;
+    Ok(DaemonInfo {
+        version: DAEMON_VERSION.to_string(),
+        protocol_version: PROTOCOL_VERSION,
+        pid: std::process::id(),
+        uptime_ms: daemon.started.elapsed().as_millis() as u64,
+        socket_path: daemon.options.socket.display().to_string(),
+        rein_home: daemon.options.home.display().to_string(),
+        sessions_loaded: daemon.hub.loaded_count() as u64,
+        connections: daemon.connections(),
+    })
+}
+
+/// `daemon/shutdown`: answers, then shuts down gracefully.
+pub async fn shutdown(_: Empty, connection: Arc<ConnectionContext>) -> Result<Ack, RpcError> {
+    tracing::info!(client = %connection.client_name(), "shutdown requested");
+    let daemon = connection.daemon.clone();
+    // Answer first, then stop: the caller learns the request was taken.
+    tokio::spawn(async move {
+        tokio::task::yield_now().await;
+        daemon.begin_shutdown();
+    });
+    Ok(Ack::ok())
+}
+
+/// `models/list`.
+pub async fn models(
+    _: Empty,
+    connection: Arc<ConnectionContext>,
+) -> Result<ModelsResult, RpcError> {
+    let registry = &connection.daemon.registry;
+    Ok(ModelsResult {
+        default_model: registry.default_model().map(str::to_string),
+        models: registry.models(),
+    })
+}
+
+/// `trust/set`: trusts or revokes a project directory; loaded sessions under it pick the
+/// change up for their next request.
+pub async fn trust_set(
+    params: TrustParams,
+    connection: Arc<ConnectionContext>,
+) -> Result<Ack, RpcError> {
+    let path = std::path::PathBuf::from(&params.path);
+    if !path.is_absolute() {
+        return Err(RpcError::invalid_param("path", "path must be absolute"));
+    }
+    let hub = &connection.daemon.hub;
+    let trust = &hub.env().trust;
+    let result = if params.trusted { trust.trust(&path) } else { trust.revoke(&path).map(|_| ()) };
+    result.map_err(|error| RpcError::new(ErrorKind::Io, error.to_string()))?;
+    hub.refresh_trust(&path);
+    Ok(Ack::ok())
+}
+
+/// `trust/list`.
+pub async fn trust_list(
+    _: Empty,
+    connection: Arc<ConnectionContext>,
+) -> Result<TrustListResult, RpcError> {
+    let trust = &connection.daemon.hub.env().trust;
+    let paths = trust.list().into_iter().map(|path| path.display().to_string()).collect();
+    Ok(TrustListResult { paths })
+}

@@ -1,0 +1,114 @@
+//! Running a session: prompt, steer, follow-up, cancel, queues, the user shell, approvals.
+//!
+//! `prompt`, `steer` and `follow_up` return at once; the run's progress arrives as events.
+//! `cancel`, `clear_queue` and `approval/respond` never wait behind other commands.
+
+use super::session;
+use crate::hub::coding_error;
+use crate::rpc_error::RpcError;
+use crate::server::dispatch::ConnectionContext;
+use rein_protocol::event::QueueState;
+use rein_protocol::message::ContentBlock;
+use rein_protocol::method::{
+    Ack, ApprovalRespondParams, CancelResult, ClearQueueParams, PromptParams, PromptResult,
+    QueueMessageParams, QueueMessageResult, SessionRef, ShellParams, ShellResult,
+};
+use std::sync::Arc;
+
+/// Every image block must really be an image.
+fn check_images(images: &[ContentBlock]) -> Result<(), RpcError> {
+    for (index, block) in images.iter().enumerate() {
+        if !matches!(block, ContentBlock::Image { .. }) {
+            return Err(RpcError::invalid_param(
+                format!("images[{index}]"),
+                "only image content blocks may be sent as images",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `session/prompt`.
+pub async fn prompt(
+    params: PromptParams,
+    connection: Arc<ConnectionContext>,
+) -> Result<PromptResult, RpcError> {
+    check_images(&params.images)?;
+    let loaded = session(&connection, &params.session_id).await?;
+    let _serial = loaded.command_lock.lock().await;
+    loaded.session.prompt(params).await.map_err(coding_error)
+}
+
+/// `session/steer`.
+pub async fn steer(
+    params: QueueMessageParams,
+    connection: Arc<ConnectionContext>,
+) -> Result<QueueMessageResult, RpcError> {
+    check_images(&params.images)?;
+    let loaded = session(&connection, &params.session_id).await?;
+    loaded.session.steer(params.text, params.images).map_err(coding_error)
+}
+
+/// `session/follow_up`.
+pub async fn follow_up(
+    params: QueueMessageParams,
+    connection: Arc<ConnectionContext>,
+) -> Result<QueueMessageResult, RpcError> {
+    check_images(&params.images)?;
+    let loaded = session(&connection, &params.session_id).await?;
+    loaded.session.follow_up(params.text, params.images).map_err(coding_error)
+}
+
+/// `session/cancel`.
+pub async fn cancel(
+    params: SessionRef,
+    connection: Arc<ConnectionContext>,
+) -> Result<CancelResult, RpcError> {
+    let loaded = session(&connection, &params.session_id).await?;
+    Ok(CancelResult { cancelled: loaded.session.cancel() })
+}
+
+/// `session/queue`.
+pub async fn queue(
+    params: SessionRef,
+    connection: Arc<ConnectionContext>,
+) -> Result<QueueState, RpcError> {
+    let loaded = session(&connection, &params.session_id).await?;
+    Ok(loaded.session.queues())
+}
+
+/// `session/clear_queue`.
+pub async fn clear_queue(
+    params: ClearQueueParams,
+    connection: Arc<ConnectionContext>,
+) -> Result<QueueState, RpcError> {
+    let loaded = session(&connection, &params.session_id).await?;
+    Ok(loaded.session.clear_queue(params.queue))
+}
+
+/// `session/shell`.
+pub async fn shell(
+    params: ShellParams,
+    connection: Arc<ConnectionContext>,
+) -> Result<ShellResult, RpcError> {
+    if params.command.trim().is_empty() {
+        return Err(RpcError::invalid_param("command", "command is empty"));
+    }
+    let loaded = session(&connection, &params.session_id).await?;
+    let _serial = loaded.command_lock.lock().await;
+    loaded.session.shell(params.command, params.add_to_context).await.map_err(coding_error)
+}
+
+/// `approval/respond`: the first answer wins; later ones get `approval_not_found`.
+pub async fn approval_respond(
+    params: ApprovalRespondParams,
+    connection: Arc<ConnectionContext>,
+) -> Result<Ack, RpcError> {
+    let loaded = session(&connection, &params.session_id).await?;
+    let client = connection.client_name();
+    loaded
+        .session
+        .respond_approval(&params.request_id, params.decision, params.reason, &client)
+        .map_err(coding_error)?;
+    Ok(Ack::ok())
+}

@@ -1,0 +1,164 @@
+//! A session's life and settings: create, list, open, close, delete, fork, state, messages,
+//! tree, label, rename, model, thinking level, approval policy.
+
+use super::session;
+use crate::hub::coding_error;
+use crate::rpc_error::RpcError;
+use crate::server::dispatch::ConnectionContext;
+use rein_protocol::method::{
+    Ack, CreateSessionParams, ForkParams, LabelParams, ListSessionsParams, ListSessionsResult,
+    MessagesResult, RenameParams, SessionRef, SessionState, SetApprovalPolicyParams,
+    SetModelParams, SetThinkingParams, TreeResult,
+};
+use std::sync::Arc;
+
+/// `session/create`.
+pub async fn create(
+    params: CreateSessionParams,
+    connection: Arc<ConnectionContext>,
+) -> Result<SessionState, RpcError> {
+    if !std::path::Path::new(&params.cwd).is_absolute() {
+        return Err(RpcError::invalid_param("cwd", "cwd must be an absolute path"));
+    }
+    if !std::path::Path::new(&params.cwd).is_dir() {
+        return Err(RpcError::invalid_param("cwd", format!("{} is not a directory", params.cwd)));
+    }
+    let loaded = connection.daemon.hub.create(params).await?;
+    Ok(loaded.session.state(loaded.events.last_seq()))
+}
+
+/// `session/list`.
+pub async fn list(
+    params: ListSessionsParams,
+    connection: Arc<ConnectionContext>,
+) -> Result<ListSessionsResult, RpcError> {
+    let hub = connection.daemon.hub.clone();
+    let sessions = tokio::task::spawn_blocking(move || hub.list(params.cwd.as_deref()))
+        .await
+        .map_err(|error| RpcError::new(rein_protocol::ErrorKind::Internal, error.to_string()))??;
+    Ok(ListSessionsResult { sessions })
+}
+
+/// `session/open`: loads the session (if needed) and returns its state.
+pub async fn open(
+    params: SessionRef,
+    connection: Arc<ConnectionContext>,
+) -> Result<SessionState, RpcError> {
+    let loaded = session(&connection, &params.session_id).await?;
+    Ok(loaded.session.state(loaded.events.last_seq()))
+}
+
+/// `session/close`.
+pub async fn close(
+    params: SessionRef,
+    connection: Arc<ConnectionContext>,
+) -> Result<Ack, RpcError> {
+    connection.daemon.hub.close(&params.session_id).await?;
+    Ok(Ack::ok())
+}
+
+/// `session/delete`.
+pub async fn delete(
+    params: SessionRef,
+    connection: Arc<ConnectionContext>,
+) -> Result<Ack, RpcError> {
+    connection.daemon.hub.delete(&params.session_id).await?;
+    Ok(Ack::ok())
+}
+
+/// `session/fork`: copies an entry's path into a new session and loads it.
+pub async fn fork(
+    params: ForkParams,
+    connection: Arc<ConnectionContext>,
+) -> Result<SessionState, RpcError> {
+    let source = session(&connection, &params.session_id).await?;
+    let new_id = source.session.fork(&params.entry_id).await.map_err(coding_error)?;
+    let forked = session(&connection, &new_id).await?;
+    Ok(forked.session.state(forked.events.last_seq()))
+}
+
+/// `session/state`.
+pub async fn state(
+    params: SessionRef,
+    connection: Arc<ConnectionContext>,
+) -> Result<SessionState, RpcError> {
+    let loaded = session(&connection, &params.session_id).await?;
+    Ok(loaded.session.state(loaded.events.last_seq()))
+}
+
+/// `session/messages`.
+pub async fn messages(
+    params: SessionRef,
+    connection: Arc<ConnectionContext>,
+) -> Result<MessagesResult, RpcError> {
+    let loaded = session(&connection, &params.session_id).await?;
+    // Read the seq first: events after it may already be reflected in the messages, never the
+    // other way round, so a client resubscribing from it misses nothing.
+    let last_seq = loaded.events.last_seq();
+    let state = loaded.session.state(last_seq);
+    Ok(MessagesResult { messages: loaded.session.messages(), leaf_id: state.leaf_id, last_seq })
+}
+
+/// `session/tree`.
+pub async fn tree(
+    params: SessionRef,
+    connection: Arc<ConnectionContext>,
+) -> Result<TreeResult, RpcError> {
+    let loaded = session(&connection, &params.session_id).await?;
+    Ok(loaded.session.tree())
+}
+
+/// `session/label`.
+pub async fn label(
+    params: LabelParams,
+    connection: Arc<ConnectionContext>,
+) -> Result<Ack, RpcError> {
+    let loaded = session(&connection, &params.session_id).await?;
+    let _serial = loaded.command_lock.lock().await;
+    loaded.session.label(&params.entry_id, params.label).await.map_err(coding_error)?;
+    Ok(Ack::ok())
+}
+
+/// `session/rename`.
+pub async fn rename(
+    params: RenameParams,
+    connection: Arc<ConnectionContext>,
+) -> Result<Ack, RpcError> {
+    let loaded = session(&connection, &params.session_id).await?;
+    let _serial = loaded.command_lock.lock().await;
+    loaded.session.rename(params.name).await.map_err(coding_error)?;
+    Ok(Ack::ok())
+}
+
+/// `session/set_model`.
+pub async fn set_model(
+    params: SetModelParams,
+    connection: Arc<ConnectionContext>,
+) -> Result<Ack, RpcError> {
+    let loaded = session(&connection, &params.session_id).await?;
+    let _serial = loaded.command_lock.lock().await;
+    loaded.session.set_model(&params.model).await.map_err(coding_error)?;
+    Ok(Ack::ok())
+}
+
+/// `session/set_thinking`.
+pub async fn set_thinking(
+    params: SetThinkingParams,
+    connection: Arc<ConnectionContext>,
+) -> Result<Ack, RpcError> {
+    let loaded = session(&connection, &params.session_id).await?;
+    let _serial = loaded.command_lock.lock().await;
+    loaded.session.set_thinking(params.level).await.map_err(coding_error)?;
+    Ok(Ack::ok())
+}
+
+/// `session/set_approval_policy`.
+pub async fn set_approval_policy(
+    params: SetApprovalPolicyParams,
+    connection: Arc<ConnectionContext>,
+) -> Result<Ack, RpcError> {
+    let loaded = session(&connection, &params.session_id).await?;
+    let _serial = loaded.command_lock.lock().await;
+    loaded.session.set_approval_policy(params.policy).await.map_err(coding_error)?;
+    Ok(Ack::ok())
+}

@@ -1,0 +1,90 @@
+//! Event streams: `daemon/subscribe` and `session/subscribe`.
+//!
+//! A session subscription first replays what the client missed (from `after_seq`), then
+//! forwards live events. The session never waits for a subscriber: each has a bounded queue in
+//! the session's event log, and one that falls behind gets a `lagged` item and its
+//! subscription ends (the client resyncs from `session/state`). A client that disconnects has
+//! its subscriptions dropped and nothing else changes.
+
+use super::{connection, session};
+use crate::rpc_error::parse_params;
+use jsonrpsee::{Extensions, PendingSubscriptionSink, SubscriptionMessage};
+use jsonrpsee_types::Params;
+use rein_protocol::event::SubscriptionItem;
+use rein_protocol::method::{Empty, SubscribeParams};
+use std::sync::Arc;
+use tokio::sync::broadcast::error::RecvError;
+
+/// `daemon/subscribe`: sessions created, deleted, running and idle; shutdown.
+pub async fn daemon_events(
+    params: Params<'static>,
+    pending: PendingSubscriptionSink,
+    _: Arc<()>,
+    extensions: Extensions,
+) {
+    let connection = match connection(&extensions) {
+        Ok(connection) => connection,
+        Err(error) => return pending.reject(error).await,
+    };
+    if let Err(error) = parse_params::<Empty>(params.as_str()) {
+        return pending.reject(error).await;
+    }
+    let mut events = connection.daemon.events.subscribe();
+    let Ok(sink) = pending.accept().await else { return };
+    loop {
+        tokio::select! {
+            () = sink.closed() => break,
+            event = events.recv() => match event {
+                Ok(event) => {
+                    let Ok(message) = serde_json::value::to_raw_value(&event) else { continue };
+                    if sink.send(SubscriptionMessage::from(message)).await.is_err() {
+                        break;
+                    }
+                }
+                Err(RecvError::Lagged(skipped)) => {
+                    tracing::debug!(skipped, "daemon event subscriber lagged");
+                }
+                Err(RecvError::Closed) => break,
+            },
+        }
+    }
+}
+
+/// `session/subscribe`: the session's numbered events, from `after_seq` on.
+pub async fn session_events(
+    params: Params<'static>,
+    pending: PendingSubscriptionSink,
+    _: Arc<()>,
+    extensions: Extensions,
+) {
+    let connection = match connection(&extensions) {
+        Ok(connection) => connection,
+        Err(error) => return pending.reject(error).await,
+    };
+    let params = match parse_params::<SubscribeParams>(params.as_str()) {
+        Ok(params) => params,
+        Err(error) => return pending.reject(error).await,
+    };
+    let loaded = match session(&connection, &params.session_id).await {
+        Ok(loaded) => loaded,
+        Err(error) => return pending.reject(error).await,
+    };
+    let can_approve = connection.client.lock().map(|c| c.capabilities.approvals).unwrap_or(false);
+    let mut items = loaded.events.subscribe(params.after_seq);
+    let Ok(sink) = pending.accept().await else { return };
+    let _approver = can_approve.then(|| loaded.add_approver());
+    loop {
+        tokio::select! {
+            () = sink.closed() => break,
+            item = items.recv() => {
+                let Some(item) = item else { break };
+                let last = !matches!(item, SubscriptionItem::Event(_));
+                let Ok(message) = serde_json::value::to_raw_value(&item) else { continue };
+                if sink.send(SubscriptionMessage::from(message)).await.is_err() || last {
+                    break;
+                }
+            }
+        }
+    }
+    loaded.touch();
+}

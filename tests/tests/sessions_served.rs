@@ -1,0 +1,299 @@
+//! End-to-end: the daemon serves sessions to many clients at once, through the real `reind`,
+//! raw socket clients and the scripted fake provider.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+use rein_testkit::background::BackgroundFake;
+use rein_testkit::daemon::{DaemonFixture, RawConnection};
+use rein_testkit::fake_provider::Reply;
+use serde_json::{Value, json};
+
+/// A client that said who it is; `approvals` tells whether it answers approval requests.
+fn client(daemon: &DaemonFixture, name: &str, approvals: bool) -> RawConnection {
+    let mut connection = daemon.connect();
+    connection.call_ok(
+        0,
+        "initialize",
+        json!({"client_name": name, "protocol_version": "1.0",
+               "capabilities": {"approvals": approvals}}),
+    );
+    connection
+}
+
+fn create_session(connection: &mut RawConnection, cwd: &std::path::Path) -> String {
+    let state = connection.call_ok(1, "session/create", json!({"cwd": cwd}));
+    state["session_id"].as_str().unwrap().to_string()
+}
+
+fn subscribe(connection: &mut RawConnection, session: &str, after_seq: Option<u64>) {
+    let mut params = json!({"session_id": session});
+    if let Some(after) = after_seq {
+        params["after_seq"] = json!(after);
+    }
+    let subscription = connection.call_ok(2, "session/subscribe", params);
+    assert!(subscription.is_string(), "{subscription}");
+}
+
+fn kinds(events: &[Value]) -> Vec<String> {
+    events.iter().map(|e| e["event"]["kind"].as_str().unwrap_or("?").to_string()).collect()
+}
+
+fn seqs(events: &[Value]) -> Vec<u64> {
+    events.iter().map(|e| e["seq"].as_u64().unwrap()).collect()
+}
+
+fn end_reason(events: &[Value]) -> String {
+    events
+        .iter()
+        .find(|e| e["event"]["kind"] == "agent_end")
+        .map(|e| e["event"]["reason"].as_str().unwrap().to_string())
+        .unwrap_or_default()
+}
+
+#[test]
+fn two_clients_see_identical_streams_and_share_prompt_steer_and_cancel() {
+    let project = tempfile::tempdir().unwrap();
+    let fake = BackgroundFake::start(vec![
+        Reply::tool_call("bash", json!({"command": "echo from-tool"})),
+        Reply::text("first run done"),
+    ]);
+    let daemon = fake.daemon("approval_policy = \"yolo\"");
+    let mut a = client(&daemon, "a", false);
+    let mut b = client(&daemon, "b", false);
+    let session = create_session(&mut a, project.path());
+    subscribe(&mut a, &session, None);
+    subscribe(&mut b, &session, None);
+
+    let run = a.call_ok(3, "session/prompt", json!({"session_id": session, "text": "go"}));
+    assert_eq!(run["disposition"], "started");
+    let seen_a = a.events_until("settled");
+    let seen_b = b.events_until("settled");
+    assert_eq!(seen_a, seen_b, "both clients see the same numbered events");
+    let numbers = seqs(&seen_a);
+    assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1), "seq has no gap: {numbers:?}");
+    let k = kinds(&seen_a);
+    for expected in
+        ["agent_start", "turn_start", "tool_execution_start", "tool_execution_end", "agent_end"]
+    {
+        assert!(k.iter().any(|x| x == expected), "missing {expected} in {k:?}");
+    }
+    assert_eq!(end_reason(&seen_a), "completed");
+    let tool_end = seen_a.iter().find(|e| e["event"]["kind"] == "tool_execution_end").unwrap();
+    assert!(
+        tool_end["event"]["result"]["content"][0]["text"].as_str().unwrap().contains("from-tool")
+    );
+
+    // One client prompts a long tool call, the other steers, a third cancels.
+    fake.push(Reply::tool_call("bash", json!({"command": "sleep 30"})));
+    let mut c = client(&daemon, "c", false);
+    a.call_ok(4, "session/prompt", json!({"session_id": session, "text": "sleep"}));
+    b.events_until("tool_execution_start");
+    let busy = c.call(9, "session/prompt", json!({"session_id": session, "text": "me too"}));
+    assert_eq!(busy["error"]["data"]["kind"], "session_busy", "{busy}");
+    let steered = b.call_ok(5, "session/steer", json!({"session_id": session, "text": "hurry"}));
+    assert_eq!(steered["started_run"], false);
+    let cancelled = c.call_ok(1, "session/cancel", json!({"session_id": session}));
+    assert_eq!(cancelled["cancelled"], true);
+    let rest = a.events_until("settled");
+    assert_eq!(end_reason(&rest), "cancelled", "{:?}", kinds(&rest));
+
+    // The history stays valid and the session takes a new prompt.
+    fake.push(Reply::text("after cancel"));
+    c.call_ok(2, "session/prompt", json!({"session_id": session, "text": "again"}));
+    let third = a.events_until("settled");
+    assert_eq!(end_reason(&third), "completed");
+    let messages = c.call_ok(3, "session/messages", json!({"session_id": session}));
+    let last = messages["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["role"], "assistant");
+    assert_eq!(last["content"][0]["text"], "after cancel");
+}
+
+#[test]
+fn a_client_that_reconnects_with_its_last_seq_misses_nothing() {
+    let project = tempfile::tempdir().unwrap();
+    let fake = BackgroundFake::start(vec![
+        Reply::tool_call("bash", json!({"command": "echo one"})),
+        Reply::tool_call("bash", json!({"command": "echo two"})),
+        Reply::text("done"),
+    ]);
+    let daemon = fake.daemon("approval_policy = \"yolo\"");
+    let mut watcher = client(&daemon, "watcher", false);
+    let session = create_session(&mut watcher, project.path());
+    subscribe(&mut watcher, &session, None);
+    let mut flaky = client(&daemon, "flaky", false);
+    subscribe(&mut flaky, &session, None);
+    watcher.call_ok(3, "session/prompt", json!({"session_id": session, "text": "go"}));
+    let before = flaky.events_until("tool_execution_end");
+    let last_seq = before.last().unwrap()["seq"].as_u64().unwrap();
+    drop(flaky);
+    let all = watcher.events_until("settled");
+    let mut back = client(&daemon, "flaky-again", false);
+    subscribe(&mut back, &session, Some(last_seq));
+    let after = back.events_until("settled");
+    let mut joined = before;
+    joined.extend(after);
+    assert_eq!(joined, all);
+}
+
+#[test]
+fn a_client_that_stops_reading_is_lagged_without_stalling_the_others() {
+    let project = tempfile::tempdir().unwrap();
+    // 4,000 one-character deltas, one per millisecond: slow enough for a reading client to
+    // keep up, far more than a client that reads nothing can buffer (socket, connection queue
+    // and a 16-item subscriber queue).
+    let long = "x".repeat(4_000);
+    let mut reply = Reply::text(long.clone());
+    reply.delta_size = Some(1);
+    reply.delay_ms = Some(1);
+    let fake = BackgroundFake::start(vec![reply]);
+    let daemon = fake.daemon("approval_policy = \"yolo\"\n[sessions]\nsubscriber_queue = 16");
+    let mut reader = client(&daemon, "reader", false);
+    let session = create_session(&mut reader, project.path());
+    let mut stuck = client(&daemon, "stuck", false);
+    subscribe(&mut stuck, &session, None);
+    subscribe(&mut reader, &session, None);
+    reader.call_ok(3, "session/prompt", json!({"session_id": session, "text": "talk"}));
+    let events = reader.events_until("settled");
+    let numbers = seqs(&events);
+    assert!(numbers.windows(2).all(|w| w[1] == w[0] + 1));
+    let text: String = events
+        .iter()
+        .filter(|e| e["event"]["kind"] == "message_update")
+        .filter_map(|e| e["event"]["delta"]["delta"].as_str().map(str::to_string))
+        .collect();
+    assert_eq!(text, long);
+    // The stuck client, once it reads, finds its stream ended with a lagged notice.
+    let mut last = Value::Null;
+    for _ in 0..200_000 {
+        last = stuck.next_session_item();
+        if last["type"] != "event" {
+            break;
+        }
+    }
+    assert_eq!(last["type"], "lagged", "{last}");
+}
+
+#[test]
+fn an_approval_is_answered_by_a_second_client() {
+    let project = tempfile::tempdir().unwrap();
+    let target = project.path().join("made.txt");
+    let fake = BackgroundFake::start(vec![
+        Reply::tool_call("write", json!({"path": "made.txt", "content": "hello"})),
+        Reply::text("written"),
+    ]);
+    let daemon = fake.daemon("approval_policy = \"ask\"");
+    let mut prompter = client(&daemon, "script", false);
+    let mut approver = client(&daemon, "editor", true);
+    let session = create_session(&mut prompter, project.path());
+    subscribe(&mut approver, &session, None);
+    subscribe(&mut prompter, &session, None);
+    prompter.call_ok(3, "session/prompt", json!({"session_id": session, "text": "write it"}));
+    let request = approver.events_until("approval_requested").pop().unwrap();
+    let request_id = request["event"]["request_id"].as_str().unwrap().to_string();
+    assert_eq!(request["event"]["tool_name"], "write");
+    approver.call_ok(
+        3,
+        "approval/respond",
+        json!({"session_id": session, "request_id": request_id, "decision": "allow_once"}),
+    );
+    // A second answer is too late.
+    let late = prompter.call(
+        4,
+        "approval/respond",
+        json!({"session_id": session, "request_id": request_id, "decision": "deny"}),
+    );
+    assert_eq!(late["error"]["data"]["kind"], "approval_not_found", "{late}");
+    let events = prompter.events_until("settled");
+    let resolved = events.iter().find(|e| e["event"]["kind"] == "approval_resolved").unwrap();
+    assert_eq!(resolved["event"]["decision"], "allow_once");
+    assert_eq!(resolved["event"]["resolved_by"], "editor");
+    assert_eq!(end_reason(&events), "completed");
+    assert_eq!(std::fs::read_to_string(target).unwrap(), "hello");
+}
+
+#[test]
+fn a_run_outlives_the_client_that_started_it() {
+    let project = tempfile::tempdir().unwrap();
+    let fake = BackgroundFake::start(vec![
+        Reply::tool_call("bash", json!({"command": "sleep 0.3; echo late > out.txt"})),
+        Reply::text("all finished"),
+    ]);
+    let daemon = fake.daemon("approval_policy = \"yolo\"");
+    let session = {
+        let mut once = client(&daemon, "fire-and-forget", false);
+        let session = create_session(&mut once, project.path());
+        once.call_ok(3, "session/prompt", json!({"session_id": session, "text": "go"}));
+        session
+    };
+    let mut later = client(&daemon, "later", false);
+    let mut finished = false;
+    for _ in 0..400 {
+        let state = later.call_ok(5, "session/state", json!({"session_id": session}));
+        if state["running"] == false && state["last_seq"].as_u64().unwrap() > 0 {
+            let messages = later.call_ok(6, "session/messages", json!({"session_id": session}));
+            let last = messages["messages"].as_array().unwrap().last().cloned().unwrap_or_default();
+            if last["role"] == "assistant" && last["content"][0]["text"] == "all finished" {
+                finished = true;
+                break;
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    assert!(finished, "the run did not finish without its client");
+    assert_eq!(std::fs::read_to_string(project.path().join("out.txt")).unwrap().trim(), "late");
+    let list = later.call_ok(7, "session/list", json!({"cwd": project.path()}));
+    let path = list["sessions"][0]["path"].as_str().unwrap().to_string();
+    let file = std::fs::read_to_string(path).unwrap();
+    assert!(file.contains("all finished"), "the result is in the session file");
+}
+
+#[test]
+fn a_daemon_killed_during_a_tool_call_restarts_with_a_repaired_history() {
+    let project = tempfile::tempdir().unwrap();
+    let fake =
+        BackgroundFake::start(vec![Reply::tool_call("bash", json!({"command": "sleep 30"}))]);
+    let mut daemon = fake.daemon("approval_policy = \"yolo\"");
+    let mut a = client(&daemon, "a", false);
+    let session = create_session(&mut a, project.path());
+    subscribe(&mut a, &session, None);
+    a.call_ok(3, "session/prompt", json!({"session_id": session, "text": "wait"}));
+    a.events_until("tool_execution_start");
+    daemon.kill();
+    drop(a);
+    daemon.spawn();
+
+    let mut b = client(&daemon, "b", false);
+    let messages = b.call_ok(1, "session/messages", json!({"session_id": session}));
+    let list = messages["messages"].as_array().unwrap();
+    let result = list.last().unwrap();
+    assert_eq!(result["role"], "tool_result", "{messages}");
+    assert_eq!(result["is_error"], true);
+    let calls: usize = list
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .map(|m| {
+            m["content"].as_array().unwrap().iter().filter(|b| b["type"] == "tool_call").count()
+        })
+        .sum();
+    let results = list.iter().filter(|m| m["role"] == "tool_result").count();
+    assert_eq!(calls, results, "every call has exactly one result");
+
+    fake.push(Reply::text("back again"));
+    subscribe(&mut b, &session, None);
+    b.call_ok(3, "session/prompt", json!({"session_id": session, "text": "still there?"}));
+    let events = b.events_until("settled");
+    assert_eq!(end_reason(&events), "completed");
+}
+
+#[test]
+fn bad_session_calls_get_typed_errors() {
+    let fake = BackgroundFake::start(vec![]);
+    let daemon = fake.daemon("");
+    let mut a = client(&daemon, "a", false);
+    let missing = a.call(1, "session/state", json!({"session_id": "0000-none"}));
+    assert_eq!(missing["error"]["data"]["kind"], "session_not_found", "{missing}");
+    let relative = a.call(2, "session/create", json!({"cwd": "relative/dir"}));
+    assert_eq!(relative["error"]["data"]["field"], "cwd");
+    let no_text = a.call(3, "session/prompt", json!({"session_id": "x"}));
+    assert_eq!(no_text["error"]["data"]["field"], "text");
+}
