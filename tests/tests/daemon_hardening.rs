@@ -1,0 +1,52 @@
+//! End-to-end: the daemon under many connections and against other users.
+
+use rein_testkit::daemon::DaemonFixture;
+use serde_json::json;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+
+#[test]
+fn five_hundred_concurrent_connections_are_served() {
+    let daemon = DaemonFixture::start();
+    let mut connections: Vec<_> = (0..500).map(|_| daemon.connect()).collect();
+    for (i, connection) in connections.iter_mut().enumerate() {
+        let request = json!({"jsonrpc": "2.0", "id": i, "method": "daemon/info"});
+        connection.send_line(&request.to_string());
+    }
+    let mut most = 0;
+    for (i, connection) in connections.iter_mut().enumerate() {
+        let response = connection.read_json();
+        assert_eq!(response["id"], i, "{response}");
+        most = most.max(response["result"]["connections"].as_u64().unwrap_or(0));
+    }
+    assert!(most >= 500, "the daemon saw {most} connections at once");
+}
+
+#[test]
+fn connections_from_another_user_are_refused() {
+    if !nix::unistd::geteuid().is_root() {
+        eprintln!("needs root to run a client as another user; skipped");
+        return;
+    }
+    let daemon = DaemonFixture::start();
+    // Open the directory and socket to everyone, so only the peer check stands in the way.
+    let run_dir = daemon.socket().parent().unwrap();
+    for path in [daemon.home(), run_dir, daemon.socket()] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let output = daemon
+        .rein()
+        .args(["rpc", "daemon/info"])
+        .env("REIN_DAEMON_BIN", "/nonexistent") // never start a daemon of its own
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .unwrap();
+    assert!(!output.status.success(), "a client of another user was served: {output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("connection"), "{stderr}");
+    let log = std::fs::read_to_string(daemon.home().join("logs").join("reind.log")).unwrap();
+    assert!(log.contains("refused a connection from another user"), "{log}");
+    // The owner is still served.
+    assert!(daemon.run_rein(&["rpc", "daemon/info"]).status.success());
+}
