@@ -282,3 +282,99 @@ fn send_error(context: &ConnectionContext, id: Id<'_>, error: &RpcError) {
         let _ = sink.send(json).await;
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Config, coding_environment};
+    use crate::daemon::DaemonOptions;
+    use crate::hub::Hub;
+    use jsonrpsee::RpcModule;
+    use rein_ai::Registry;
+    use tokio::sync::mpsc;
+
+    fn daemon(home: &std::path::Path) -> Arc<Daemon> {
+        let config = Config::default();
+        let registry = Arc::new(Registry::new(config.providers.clone()).unwrap());
+        let env = Arc::new(coding_environment(home, &config, registry.clone()).unwrap());
+        let (events, _) = tokio::sync::broadcast::channel(8);
+        let hub = Arc::new(Hub::new(env, config.sessions.clone(), events.clone()));
+        let options = DaemonOptions {
+            home: home.to_path_buf(),
+            socket: home.join("s.sock"),
+            max_line_bytes: 1024,
+            max_connections: 8,
+        };
+        Arc::new(Daemon::new(options, config, registry, hub, events))
+    }
+
+    async fn response(rx: &mut mpsc::Receiver<Box<serde_json::value::RawValue>>) -> Value {
+        let raw = rx.recv().await.unwrap();
+        serde_json::from_str(raw.get()).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_panicking_method_answers_internal_and_the_connection_keeps_serving() {
+        let home = tempfile::tempdir().unwrap();
+        let mut module = RpcModule::new(());
+        module
+            .register_method("test/boom", |_, _, _| -> Result<u8, RpcError> {
+                panic!("kaboom");
+            })
+            .unwrap();
+        module.register_method("test/ok", |_, _, _| Ok::<u8, RpcError>(7)).unwrap();
+        let (tx, mut rx) = mpsc::channel(8);
+        let context = Arc::new(ConnectionContext::new(
+            1,
+            daemon(home.path()),
+            module.into(),
+            MethodSink::new(tx),
+            BoundedSubscriptions::new(4),
+        ));
+        handle_frame(
+            Frame::Line(r#"{"jsonrpc":"2.0","id":5,"method":"test/boom"}"#.into()),
+            &context,
+        );
+        let answer = response(&mut rx).await;
+        assert_eq!(answer["id"], 5);
+        assert_eq!(answer["error"]["code"], -32603);
+        assert_eq!(answer["error"]["data"]["kind"], "internal");
+        assert!(answer["error"]["message"].as_str().unwrap().contains("kaboom"));
+
+        handle_frame(
+            Frame::Line(r#"{"jsonrpc":"2.0","id":6,"method":"test/ok"}"#.into()),
+            &context,
+        );
+        let answer = response(&mut rx).await;
+        assert_eq!(answer["result"], 7);
+    }
+
+    #[tokio::test]
+    async fn oversize_and_non_utf8_frames_get_errors_with_null_ids() {
+        let home = tempfile::tempdir().unwrap();
+        let (tx, mut rx) = mpsc::channel(8);
+        let context = Arc::new(ConnectionContext::new(
+            1,
+            daemon(home.path()),
+            RpcModule::new(()).into(),
+            MethodSink::new(tx),
+            BoundedSubscriptions::new(4),
+        ));
+        handle_frame(Frame::TooLong { length: 5000 }, &context);
+        let answer = response(&mut rx).await;
+        assert_eq!(answer["error"]["data"]["kind"], "invalid_request");
+        assert_eq!(answer["id"], Value::Null);
+        handle_frame(Frame::InvalidUtf8, &context);
+        let answer = response(&mut rx).await;
+        assert_eq!(answer["error"]["data"]["kind"], "parse_error");
+        // A notification (no id) gets no answer at all, not even for an unknown method.
+        handle_frame(Frame::Line(r#"{"jsonrpc":"2.0","method":"no/such"}"#.into()), &context);
+        handle_frame(
+            Frame::Line(r#"{"jsonrpc":"2.0","id":1,"method":"no/such"}"#.into()),
+            &context,
+        );
+        let answer = response(&mut rx).await;
+        assert_eq!(answer["id"], 1);
+        assert_eq!(answer["error"]["data"]["kind"], "method_not_found");
+    }
+}
