@@ -73,10 +73,10 @@ async function initialize(ctx) {
 }
 
 /** Resolves once `predicate()` holds. */
-async function until(predicate) {
+async function until(predicate, what) {
   const deadline = Date.now() + 20000;
   while (!predicate()) {
-    if (Date.now() > deadline) throw new Error("timed out");
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -151,16 +151,21 @@ test("initialize, new session, a permission round trip, cancel, modes and load",
       .filter((u) => u.update.sessionUpdate === "tool_call_update" && u.update.toolCallId === writeCallId)
       .map((u) => u.update.status);
     assert.deepEqual(statuses, ["in_progress", "completed"]);
+    const usage = mine.find((u) => u.update.sessionUpdate === "usage_update").update;
+    assert.ok(usage.used > 0 && usage.size >= usage.used, JSON.stringify(usage));
+    assert.equal(usage.cost.currency, "USD");
 
     // Another client answers first: the editor's permission request is withdrawn with
     // $/cancel_request, and the run goes on with the other client's denial.
     let withdrawn = false;
     editor.onPermission = async (params, signal) => {
-      await until(() => pendingApprovals.length === 2);
+      await until(() => pendingApprovals.length === 2, "the watcher to see the approval");
       const approval = pendingApprovals[1];
       assert.equal(approval.tool_call_id, params.toolCall.toolCallId);
       await watcher.respondApproval(sessionId, approval.request_id, "deny", "not now");
-      await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+      if (!signal.aborted) {
+        await new Promise((resolve) => signal.addEventListener("abort", resolve, { once: true }));
+      }
       withdrawn = true;
       return { outcome: { outcome: "cancelled" } };
     };
@@ -169,7 +174,7 @@ test("initialize, new session, a permission round trip, cancel, modes and load",
       prompt: [{ type: "text", text: "Sleep a while." }],
     });
     assert.equal(denied.stopReason, "end_turn");
-    await until(() => withdrawn);
+    await until(() => withdrawn, "the permission request to be withdrawn");
     assert.equal(editor.permissions.length, 2);
 
     // Cancel while the next run waits for its approval.
@@ -189,7 +194,10 @@ test("initialize, new session, a permission round trip, cancel, modes and load",
     // come back to it.
     const before = editor.updates.length;
     await watcher.prompt(sessionId, "From the terminal.");
-    await until(() => text(editor.updates.slice(before), "agent_message_chunk") === "Hi terminal.");
+    await until(
+      () => text(editor.updates.slice(before), "agent_message_chunk") === "Hi terminal.",
+      "the terminal's run",
+    );
     assert.equal(text(editor.updates.slice(before), "user_message_chunk"), "From the terminal.");
     assert.equal(text(editor.updates, "user_message_chunk"), "From the terminal.");
 

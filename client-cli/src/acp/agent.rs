@@ -9,7 +9,7 @@ use crate::acp::modes;
 use crate::acp::peer::{AcpError, Peer};
 use crate::acp::permission;
 use crate::acp::prompt::prompt_input;
-use crate::acp::translate::{Translated, Translator, replay_message};
+use crate::acp::translate::{Translated, Translator, replay_message, usage_update};
 use crate::client::{Client, ClientError};
 use rein_protocol::event::SubscriptionItem;
 use rein_protocol::method::{MessagesResult, ModelsResult, SessionState, SessionSummary};
@@ -504,6 +504,17 @@ async fn forward_events(
                     }
                 }
                 Translated::RunEnded { run_id, stop_reason, error } => {
+                    // Usage goes first, so the editor has it when the prompt is answered.
+                    match client.call("session/state", json!({"session_id": session_id})).await {
+                        Ok(state) => match serde_json::from_value::<SessionState>(state) {
+                            Ok(state) => peer.notify(
+                                "session/update",
+                                json!({"sessionId": session_id, "update": usage_update(&state)}),
+                            ),
+                            Err(error) => tracing::debug!("unreadable session state: {error}"),
+                        },
+                        Err(error) => tracing::debug!("no session state for usage: {error}"),
+                    }
                     let outcome = match (stop_reason, error) {
                         (Some(reason), _) => Ok(reason),
                         (None, error) => Err(AcpError::internal(

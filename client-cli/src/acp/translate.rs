@@ -6,6 +6,7 @@
 
 use rein_protocol::event::{AssistantDelta, EndReason, SessionEvent};
 use rein_protocol::message::{ContentBlock, Message, StopReason, ToolCall, ToolResultMessage};
+use rein_protocol::method::SessionState;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 
@@ -158,6 +159,17 @@ pub fn replay_message(message: &Message) -> Vec<Value> {
             .collect(),
         Message::ToolResult(result) => vec![tool_result_update(result)],
     }
+}
+
+/// The `usage_update` for a session's state: context in use, the window, and the session's
+/// cost so far.
+pub fn usage_update(state: &SessionState) -> Value {
+    json!({
+        "sessionUpdate": "usage_update",
+        "used": state.context_tokens,
+        "size": state.context_window,
+        "cost": {"amount": state.usage.cost.total, "currency": "USD"},
+    })
 }
 
 /// The ACP stop reason for the end of one of our runs; `None` when the run failed and the
@@ -479,6 +491,22 @@ mod tests {
         };
         translator.translate(&long);
         assert_eq!(ended(translator.translate(&end("completed"))), (Some("max_tokens"), None));
+    }
+
+    #[test]
+    fn usage_reports_context_and_cost() {
+        let state: SessionState = serde_json::from_value(json!({"session_id": "s", "cwd": "/p",
+            "model": {"provider": "local", "model": "m"}, "thinking_level": "off",
+            "approval_policy": "ask", "running": false,
+            "queues": {"steering": [], "follow_up": []},
+            "usage": {"cost": {"total": 0.25}}, "context_tokens": 1200,
+            "context_window": 8000, "trusted": false, "last_seq": 9}))
+        .unwrap();
+        assert_eq!(
+            usage_update(&state),
+            json!({"sessionUpdate": "usage_update", "used": 1200, "size": 8000,
+                "cost": {"amount": 0.25, "currency": "USD"}})
+        );
     }
 
     #[test]
