@@ -297,3 +297,72 @@ fn bad_session_calls_get_typed_errors() {
     let no_text = a.call(3, "session/prompt", json!({"session_id": "x"}));
     assert_eq!(no_text["error"]["data"]["field"], "text");
 }
+
+#[test]
+fn graceful_shutdown_cancels_runs_and_leaves_valid_histories() {
+    let project = tempfile::tempdir().unwrap();
+    let fake =
+        BackgroundFake::start(vec![Reply::tool_call("bash", json!({"command": "sleep 30"}))]);
+    let mut daemon = fake.daemon("approval_policy = \"yolo\"");
+    let mut a = client(&daemon, "a", false);
+    let session = create_session(&mut a, project.path());
+    subscribe(&mut a, &session, None);
+    a.call_ok(3, "session/prompt", json!({"session_id": session, "text": "wait"}));
+    a.events_until("tool_execution_start");
+    a.call_ok(4, "daemon/shutdown", json!({}));
+    let rest = a.events_until("agent_end");
+    assert_eq!(end_reason(&rest), "cancelled");
+    assert_eq!(daemon.wait_for_exit(), Some(0));
+    assert!(!daemon.socket().exists());
+
+    daemon.spawn();
+    let mut b = client(&daemon, "b", false);
+    let messages = b.call_ok(1, "session/messages", json!({"session_id": session}));
+    let last = messages["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["role"], "tool_result", "{messages}");
+    assert_eq!(last["is_error"], true);
+    let tree = b.call_ok(2, "session/tree", json!({"session_id": session}));
+    let repaired = tree["entries"].as_array().unwrap().iter().any(|e| e["type"] == "repair");
+    assert!(!repaired, "a graceful shutdown needs no repair on the next start: {tree}");
+}
+
+#[test]
+fn daemon_events_report_the_session_lifecycle_and_idle_sessions_unload() {
+    let project = tempfile::tempdir().unwrap();
+    let fake = BackgroundFake::start(vec![Reply::text("hi")]);
+    let daemon = fake.daemon("approval_policy = \"yolo\"\n[sessions]\nidle_unload_secs = 1");
+    let mut watcher = client(&daemon, "watcher", false);
+    watcher.call_ok(1, "daemon/subscribe", json!({}));
+    let mut a = client(&daemon, "a", false);
+    let session = create_session(&mut a, project.path());
+    a.call_ok(3, "session/prompt", json!({"session_id": session, "text": "hello"}));
+    let mut kinds = Vec::new();
+    while kinds.last().map(String::as_str) != Some("session_idle") {
+        let event = watcher.next_notification();
+        assert_eq!(event["method"], "daemon/event");
+        assert_eq!(event["params"]["result"]["session_id"], session.as_str());
+        kinds.push(event["params"]["result"]["kind"].as_str().unwrap().to_string());
+    }
+    assert_eq!(kinds, ["session_created", "session_running", "session_idle"]);
+
+    // Idle and unwatched: unloaded within a few seconds; the next call loads it again.
+    let mut unloaded = false;
+    for _ in 0..100 {
+        let info = a.call_ok(4, "daemon/info", json!({}));
+        if info["sessions_loaded"] == 0 {
+            unloaded = true;
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(unloaded, "the idle session stayed loaded");
+    let state = a.call_ok(5, "session/state", json!({"session_id": session}));
+    assert_eq!(state["session_id"], session.as_str());
+
+    a.call_ok(6, "session/close", json!({"session_id": session}));
+    a.call_ok(7, "session/delete", json!({"session_id": session}));
+    let deleted = watcher.next_notification();
+    assert_eq!(deleted["params"]["result"]["kind"], "session_deleted");
+    let missing = a.call(8, "session/state", json!({"session_id": session}));
+    assert_eq!(missing["error"]["data"]["kind"], "session_not_found");
+}
