@@ -7,7 +7,10 @@
 //! (fsync'd before returning) and replays the active path into the messages the next request
 //! sends. Model calls (compaction and branch summaries) go through [`rein_ai::Provider`].
 
+pub mod branch;
+pub mod compaction;
 pub mod error;
+pub mod export;
 pub mod header;
 pub mod ids;
 pub mod listing;
@@ -17,8 +20,12 @@ pub mod replay;
 pub mod session;
 pub mod storage;
 pub mod store;
+pub mod summarize;
 pub mod tree;
 
+pub use compaction::{
+    Compacted, CompactionJob, CompactionOutcome, CompactionSettings, should_compact,
+};
 pub use error::SessionError;
 pub use header::{FORMAT_VERSION, SessionHeader};
 pub use repair::PathMessage;

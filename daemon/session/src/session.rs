@@ -13,7 +13,7 @@ use rein_protocol::{EntryKind, SessionEntry};
 use crate::error::SessionError;
 use crate::header::SessionHeader;
 use crate::ids::{new_entry_id, now_millis, now_rfc3339};
-use crate::repair::{PathMessage, repair_tool_history};
+use crate::repair::{PathMessage, normalize_tool_history, repair_tool_history};
 use crate::replay::{Replay, recorded_repairs, replay};
 use crate::storage::{SessionFile, keep_damaged_lines};
 use crate::tree::{SessionTree, leaf_move_kind};
@@ -93,14 +93,24 @@ impl Session {
             minted.insert(id.clone());
             id
         };
-        let (repaired, tool_actions) = repair_tool_history(raw, &mut new_id, now_millis());
-        let fresh: Vec<RepairAction> = tool_actions
-            .into_iter()
-            .filter(|a| crate::repair::action_entry_id(a).is_none_or(|id| !recorded.contains(id)))
-            .collect();
+        let (repaired, tool_actions) = repair_tool_history(raw.clone(), &mut new_id, now_millis());
         let added: Vec<PathMessage> =
             repaired.into_iter().filter(|m| minted.contains(&m.entry_id)).collect();
-        actions.extend(fresh);
+        // The added results are written after the leaf, not behind their calls, so replaying
+        // the file later moves results they now stand after. Those moves are recorded here
+        // too, so that the next open finds nothing new to repair.
+        let mut written_path = raw;
+        written_path.extend(added.iter().cloned());
+        let (_, implied) = normalize_tool_history(written_path);
+        for action in tool_actions.into_iter().chain(implied) {
+            let named = |id: &str| {
+                recorded.contains(id)
+                    || actions.iter().any(|a| crate::repair::action_entry_id(a) == Some(id))
+            };
+            if !crate::repair::action_entry_id(&action).is_some_and(named) {
+                actions.push(action);
+            }
+        }
         if actions.is_empty() {
             return Ok(LoadReport::default());
         }
@@ -404,6 +414,31 @@ mod tests {
         let (session, report) = store.open(&id).unwrap();
         assert_eq!(report, LoadReport::default());
         assert_eq!(session.tree().entries().len(), entries);
+        assert_eq!(session.context_messages(), messages);
+    }
+
+    /// Found by the `session_file` fuzz target: an interrupted result written after a real
+    /// result of a later call in the same run made the second open record that result as
+    /// reordered, so opening repaired twice.
+    #[test]
+    fn a_repair_is_complete_when_an_added_result_lands_behind_a_real_one() {
+        let (_dir, store) = store();
+        let mut session = store.create("/p").unwrap();
+        append(&mut session, user("u"));
+        append(&mut session, assistant("a", &["c1", "c2"]));
+        let real = append(&mut session, result("r2", "c2"));
+        let id = session.id().to_string();
+        drop(session);
+
+        let (session, report) = store.open(&id).unwrap();
+        assert!(report.actions.iter().any(|a| matches!(a,
+            RepairAction::ResultReordered { entry_id, .. } if *entry_id == real)));
+        let messages = session.context_messages();
+        assert!(crate::repair::is_valid_tool_history(&messages), "{messages:#?}");
+        drop(session);
+
+        let (session, report) = store.open(&id).unwrap();
+        assert_eq!(report, LoadReport::default(), "the second open repairs nothing");
         assert_eq!(session.context_messages(), messages);
     }
 }

@@ -1,0 +1,239 @@
+//! Export of the active path: a readable Markdown transcript, and a JSONL trajectory (one
+//! message per line, then a run-info line) for tools and training pipelines.
+
+use rein_protocol::message::{ContentBlock, Message, StopReason, Usage};
+use rein_protocol::{EntryKind, SessionEntry};
+use serde::Serialize;
+
+use crate::error::SessionError;
+use crate::session::Session;
+use crate::storage::push_line;
+
+/// The last line of a JSONL trajectory: how the run went.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunInfo {
+    /// Always `run_info`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The session.
+    pub session_id: String,
+    /// Why the run ended: given by the caller, else the last assistant message's stop reason.
+    pub exit_reason: Option<String>,
+    /// Assistant messages on the path (model calls).
+    pub steps: u64,
+    /// Usage summed over the path's assistant messages (its `cost.total` is the cost in USD).
+    pub usage: Usage,
+    /// The model in force, as `provider/model`.
+    pub model: Option<String>,
+}
+
+/// One message line of a JSONL trajectory.
+#[derive(Debug, Serialize)]
+struct MessageLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    entry_id: &'a str,
+    message: &'a Message,
+}
+
+fn stop_reason_text(reason: StopReason) -> &'static str {
+    match reason {
+        StopReason::Stop => "stop",
+        StopReason::Length => "length",
+        StopReason::ToolUse => "tool_use",
+        StopReason::Error => "error",
+        StopReason::Aborted => "aborted",
+    }
+}
+
+impl Session {
+    /// The run info of the active path.
+    pub fn run_info(&self, exit_reason: Option<&str>) -> RunInfo {
+        let mut usage = Usage::default();
+        let mut steps = 0;
+        let mut last_stop = None;
+        for entry in self.tree().active_path() {
+            if let EntryKind::Message { message: Message::Assistant(assistant) } = &entry.kind {
+                steps += 1;
+                usage.add(&assistant.usage);
+                last_stop = Some(assistant.stop_reason);
+            }
+        }
+        RunInfo {
+            kind: "run_info",
+            session_id: self.id().to_string(),
+            exit_reason: exit_reason
+                .map(str::to_string)
+                .or_else(|| last_stop.map(|r| stop_reason_text(r).to_string())),
+            steps,
+            usage,
+            model: self.replay().model.map(|m| m.to_string()),
+        }
+    }
+
+    /// The active path as JSONL: every message on it (the full history, compacted part
+    /// included) as `{"type":"message","entry_id":..,"message":..}`, then a `run_info` line.
+    pub fn export_jsonl(&self, exit_reason: Option<&str>) -> Result<String, SessionError> {
+        let mut out = Vec::new();
+        for entry in self.tree().active_path() {
+            if let EntryKind::Message { message } = &entry.kind {
+                push_line(
+                    &mut out,
+                    &MessageLine { kind: "message", entry_id: &entry.id, message },
+                )?;
+            }
+        }
+        push_line(&mut out, &self.run_info(exit_reason))?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    }
+
+    /// The active path as a Markdown transcript (full history; compactions and branch summaries
+    /// shown where they happened).
+    pub fn export_markdown(&self) -> String {
+        let mut out = format!("# {}\n\n", self.name().unwrap_or("Session"));
+        out.push_str(&format!(
+            "- Session: `{}`\n- Directory: `{}`\n- Created: {}\n",
+            self.id(),
+            self.cwd(),
+            self.header().created
+        ));
+        if let Some(model) = self.replay().model {
+            out.push_str(&format!("- Model: `{model}`\n"));
+        }
+        for entry in self.tree().active_path() {
+            markdown_entry(&mut out, entry);
+        }
+        out
+    }
+}
+
+fn markdown_entry(out: &mut String, entry: &SessionEntry) {
+    match &entry.kind {
+        EntryKind::Message { message: Message::User(user) } => {
+            out.push_str("\n## User\n\n");
+            markdown_blocks(out, &user.content);
+        }
+        EntryKind::Message { message: Message::Assistant(assistant) } => {
+            out.push_str("\n## Assistant\n\n");
+            markdown_blocks(out, &assistant.content);
+            if let Some(error) = &assistant.error_message {
+                out.push_str(&format!("**Error:** {error}\n\n"));
+            }
+        }
+        EntryKind::Message { message: Message::ToolResult(result) } => {
+            let status = if result.is_error { " (error)" } else { "" };
+            out.push_str(&format!("\n### Tool result: {}{status}\n\n", result.tool_name));
+            fenced(out, "text", &result.text());
+        }
+        EntryKind::Compaction { summary, .. } => {
+            out.push_str("\n## Context compacted\n\n");
+            out.push_str(summary);
+            out.push_str("\n\n");
+        }
+        EntryKind::BranchSummary { summary, .. } => {
+            out.push_str("\n## Branch summary\n\n");
+            out.push_str(summary);
+            out.push_str("\n\n");
+        }
+        EntryKind::ModelChange { provider, model } => {
+            out.push_str(&format!("\n*Model changed to `{provider}/{model}`.*\n"));
+        }
+        EntryKind::ThinkingLevelChange { thinking_level } => {
+            out.push_str(&format!("\n*Thinking level set to {}.*\n", thinking_level.as_str()));
+        }
+        _ => {}
+    }
+}
+
+fn markdown_blocks(out: &mut String, blocks: &[ContentBlock]) {
+    for block in blocks {
+        match block {
+            ContentBlock::Text { text } => {
+                out.push_str(text);
+                out.push_str("\n\n");
+            }
+            ContentBlock::Thinking { thinking, .. } if !thinking.is_empty() => {
+                for line in thinking.lines() {
+                    out.push_str("> ");
+                    out.push_str(line);
+                    out.push('\n');
+                }
+                out.push('\n');
+            }
+            ContentBlock::ToolCall(call) => {
+                out.push_str(&format!("**Tool call** `{}` (`{}`)\n\n", call.name, call.id));
+                let args = serde_json::to_string_pretty(&call.arguments).unwrap_or_default();
+                fenced(out, "json", &args);
+            }
+            ContentBlock::Image { mime_type, .. } => {
+                out.push_str(&format!("*[{mime_type} image]*\n\n"))
+            }
+            ContentBlock::Thinking { .. } => {}
+        }
+    }
+}
+
+/// A fenced code block long enough that no backtick run inside the text closes it.
+fn fenced(out: &mut String, lang: &str, text: &str) {
+    let mut longest = 0;
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c == '`' { run + 1 } else { 0 };
+        longest = longest.max(run);
+    }
+    let fence = "`".repeat(longest.max(2) + 1);
+    out.push_str(&format!("{fence}{lang}\n{text}\n{fence}\n\n"));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::repair::tests::{assistant, result, user};
+    use crate::store::SessionStore;
+    use rein_protocol::model::ModelRef;
+
+    #[test]
+    fn exports_the_active_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        let mut session = store.create("/p").unwrap();
+        session.set_model(&ModelRef { provider: "prov".into(), model: "m1".into() }).unwrap();
+        session.append_message(user("hello").message).unwrap();
+        let mut a = assistant("a", &["c1"]).message;
+        if let Message::Assistant(a) = &mut a {
+            a.usage.total_tokens = 50;
+            a.usage.cost.total = 0.25;
+        }
+        session.append_message(a).unwrap();
+        let mut r = result("r", "c1").message;
+        if let Message::ToolResult(r) = &mut r {
+            r.content = vec![ContentBlock::text("has ``` fence")];
+        }
+        session.append_message(r).unwrap();
+        session.append_message(assistant("b", &[]).message).unwrap();
+        session.set_name(Some("Demo".into())).unwrap();
+
+        let jsonl = session.export_jsonl(None).unwrap();
+        let lines: Vec<serde_json::Value> =
+            jsonl.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 5);
+        assert_eq!(lines[0]["type"], "message");
+        assert_eq!(lines[0]["message"]["role"], "user");
+        assert_eq!(lines[2]["message"]["role"], "tool_result");
+        let info = &lines[4];
+        assert_eq!(info["type"], "run_info");
+        assert_eq!(info["steps"], 2);
+        assert_eq!(info["exit_reason"], "stop");
+        assert_eq!(info["usage"]["cost"]["total"], 0.25);
+        assert_eq!(info["model"], "prov/m1");
+        let jsonl = session.export_jsonl(Some("max_turns")).unwrap();
+        assert!(jsonl.lines().last().unwrap().contains("\"exit_reason\":\"max_turns\""));
+
+        let md = session.export_markdown();
+        assert!(md.starts_with("# Demo\n"), "{md}");
+        assert!(md.contains("- Model: `prov/m1`"));
+        assert!(md.contains("## User\n\nhello\n"));
+        assert!(md.contains("**Tool call** `read` (`c1`)"));
+        assert!(md.contains("### Tool result: read\n\n````text\nhas ``` fence\n````"), "{md}");
+    }
+}
