@@ -441,4 +441,52 @@ mod tests {
         assert_eq!(report, LoadReport::default(), "the second open repairs nothing");
         assert_eq!(session.context_messages(), messages);
     }
+
+    #[test]
+    fn torn_last_line_and_corrupt_middle_line_are_set_aside() {
+        let (_dir, store) = store();
+        let mut session = store.create("/p").unwrap();
+        let u1 = append(&mut session, user("one"));
+        let a1 = append(&mut session, assistant("a", &[]));
+        let id = session.id().to_string();
+        let path = session.path().to_path_buf();
+        drop(session);
+        // Damage: a corrupt line in the middle, then an entry, then a torn last line.
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let u1_line = lines[1].to_string();
+        let a1_line = lines[2].to_string();
+        text = format!(
+            "{}\n{u1_line}\n{{\"id\":\"broken\n{a1_line}\n{{\"id\":\"torn\",\"par",
+            lines[0]
+        );
+        std::fs::write(&path, &text).unwrap();
+
+        let (mut session, report) = store.open(&id).unwrap();
+        let sidecar = crate::paths::corrupt_file(&path);
+        assert_eq!(
+            report.actions,
+            [RepairAction::CorruptLinesSkipped {
+                lines: vec![3, 5],
+                sidecar: sidecar.display().to_string()
+            }]
+        );
+        let kept = std::fs::read_to_string(&sidecar).unwrap();
+        assert!(kept.contains("\"line\":3") && kept.contains("broken"), "{kept}");
+        assert!(kept.contains("\"line\":5") && kept.contains("torn"), "{kept}");
+        assert_eq!(session.replay().path[..2], [u1.clone(), a1.clone()]);
+        let u2 = append(&mut session, user("two"));
+        drop(session);
+
+        // The file is valid JSONL again: every line parses, and nothing is repaired twice.
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.ends_with('\n'));
+        for line in text.lines().skip(1) {
+            serde_json::from_str::<SessionEntry>(line).unwrap();
+        }
+        let (session, report) = store.open(&id).unwrap();
+        assert_eq!(report, LoadReport::default());
+        assert_eq!(session.leaf_id(), Some(u2.as_str()));
+        assert_eq!(session.context_messages().len(), 3);
+    }
 }
