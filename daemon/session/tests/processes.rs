@@ -4,6 +4,9 @@
 //! The second process is this test binary run again with `REIN_SESSION_CHILD` set: the
 //! `child_process_entry_point` test then plays the child's part (and does nothing otherwise).
 
+// Test helpers outside `#[test]` functions: a failed setup step should fail the test.
+#![allow(clippy::unwrap_used)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
