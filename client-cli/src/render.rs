@@ -123,8 +123,17 @@ impl Renderer {
                     is_error: result.is_error,
                 });
             }
-            SessionEvent::AgentEnd { reason, error, .. } => {
+            SessionEvent::AgentEnd { reason, error, usage, turns, .. } => {
                 self.close(&mut out);
+                if self.options.interactive && *reason == EndReason::Completed {
+                    let text = format!(
+                        "done: {turns} turn{}, {} tokens, ${:.4}",
+                        if *turns == 1 { "" } else { "s" },
+                        usage.total_tokens,
+                        usage.cost.total
+                    );
+                    self.line(&mut out, Paint::Dim, &text);
+                }
                 if let Some(text) = end_reason_text(*reason, error.as_deref()) {
                     let paint =
                         if *reason == EndReason::Error { Paint::Error } else { Paint::Notice };
@@ -464,6 +473,10 @@ mod tests {
     fn run_endings_other_than_completion_are_reported() {
         let mut renderer = Renderer::new(RenderOptions::default());
         assert!(renderer.render(&end(EndReason::Completed, None)).is_empty());
+        let mut attached =
+            Renderer::new(RenderOptions { style: Style::plain(), interactive: true });
+        let done = attached.render(&end(EndReason::Completed, None));
+        assert_eq!(joined(&done, Stream::Err), "done: 1 turn, 0 tokens, $0.0000\n");
         let chunks = renderer.render(&end(EndReason::Error, Some("HTTP 500")));
         assert_eq!(joined(&chunks, Stream::Err), "error: HTTP 500\n");
         let chunks = renderer.render(&end(EndReason::MaxTurns, None));

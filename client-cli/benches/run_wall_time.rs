@@ -1,0 +1,87 @@
+//! Wall time of `rein run` for a one-turn prompt answered by the scripted fake provider:
+//! with the daemon already up (target: under 20 ms) and with a cold daemon that `rein` has to
+//! start. Plain `Instant` timing of the real release binaries; prints a Markdown table.
+//!
+//! Run with `cargo bench -p rein-cli --bench run_wall_time`.
+
+use rein_testkit::daemon::DaemonFixture;
+use rein_testkit::fake_provider::{FakeOptions, FakeProvider, Reply};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const WARM_RUNS: usize = 50;
+const COLD_RUNS: usize = 10;
+
+fn main() {
+    let runtime =
+        match tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build() {
+            Ok(runtime) => runtime,
+            Err(error) => return eprintln!("cannot start a runtime: {error}"),
+        };
+    let options = FakeOptions { loop_script: true, ..FakeOptions::default() };
+    let fake = match runtime.block_on(FakeProvider::start_with(vec![Reply::text("ok")], options)) {
+        Ok(fake) => fake,
+        Err(error) => return eprintln!("cannot start the fake provider: {error}"),
+    };
+    let mut daemon = DaemonFixture::new();
+    let config = format!(
+        "model = \"fake/test-model\"\n[providers.fake]\napi = \"openai-chat\"\nbase_url = \"{}\"\n\
+         api_key_env = \"\"\n",
+        fake.base_url()
+    );
+    if let Err(error) = std::fs::write(daemon.home().join("config.toml"), config) {
+        return eprintln!("cannot write the configuration: {error}");
+    }
+    let project = std::env::temp_dir();
+
+    daemon.spawn();
+    for _ in 0..5 {
+        run_once(&daemon, &project);
+    }
+    let warm: Vec<Duration> = (0..WARM_RUNS).map(|_| run_once(&daemon, &project)).collect();
+    daemon.kill();
+
+    let mut cold = Vec::new();
+    for _ in 0..COLD_RUNS {
+        // The fixture's daemon is gone; `rein` starts a detached one, stopped after timing.
+        cold.push(run_once(&daemon, &project));
+        let _ = daemon.rein().args(["daemon", "stop"]).stdout(Stdio::null()).status();
+    }
+
+    println!("| scenario | runs | min | median | p90 | mean |");
+    println!("| --- | --- | --- | --- | --- | --- |");
+    print_row("daemon up", &warm);
+    print_row("cold daemon", &cold);
+}
+
+/// One timed `rein run`; panics if it fails, since a failed run measures nothing.
+fn run_once(daemon: &DaemonFixture, project: &std::path::Path) -> Duration {
+    let mut command: Command = daemon.rein();
+    command
+        .args(["run", "--approve", "yolo", "say ok"])
+        .current_dir(project)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let start = Instant::now();
+    let status = command.status();
+    let elapsed = start.elapsed();
+    assert!(status.is_ok_and(|s| s.success()), "rein run failed");
+    elapsed
+}
+
+fn print_row(name: &str, samples: &[Duration]) {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1000.0);
+    let at = |q: f64| sorted[((sorted.len() - 1) as f64 * q).round() as usize];
+    let mean = sorted.iter().sum::<Duration>() / sorted.len().max(1) as u32;
+    println!(
+        "| {name} | {} | {} | {} | {} | {} |",
+        sorted.len(),
+        ms(sorted[0]),
+        ms(at(0.5)),
+        ms(at(0.9)),
+        ms(mean)
+    );
+}
