@@ -144,7 +144,9 @@ fn without_a_configured_provider_the_error_says_what_to_set() {
     cli_support::stop_daemon(&env);
     assert_exit(&output, 1);
     let err = stderr(&output);
-    assert!(err.contains("API_KEY") || err.contains("model"), "{err}");
+    // The daemon's message names what to set, and rein shows it with the error kind.
+    assert!(err.contains("set"), "{err}");
+    assert!(err.contains("model_not_found") || err.contains("provider_error"), "{err}");
 }
 
 #[test]

@@ -10,7 +10,8 @@ use serde_json::{Value, json};
 
 fn json_out(output: &std::process::Output) -> Value {
     assert_exit(output, 0);
-    serde_json::from_str(stdout(output).trim()).unwrap_or_else(|e| panic!("{e}: {}", stdout(output)))
+    serde_json::from_str(stdout(output).trim())
+        .unwrap_or_else(|e| panic!("{e}: {}", stdout(output)))
 }
 
 /// A session with one finished prompt; returns its id.
@@ -32,7 +33,8 @@ fn sessions_lists_the_directory_and_all() {
     let elsewhere = tempfile::tempdir().unwrap();
     let output = env.rein().current_dir(elsewhere.path()).args(["sessions"]).output().unwrap();
     assert!(!stdout(&output).contains(&id));
-    let output = env.rein().current_dir(elsewhere.path()).args(["sessions", "--all"]).output().unwrap();
+    let output =
+        env.rein().current_dir(elsewhere.path()).args(["sessions", "--all"]).output().unwrap();
     assert!(stdout(&output).contains(&id));
 }
 
@@ -45,13 +47,12 @@ fn tree_label_branch_and_export() {
 
     let tree = json_out(&env.run(&["tree", &id, "--json"]));
     let entries = tree["entries"].as_array().unwrap();
-    let first_user = entries
-        .iter()
-        .find(|e| e["type"] == "message" && e["message"]["role"] == "user")
-        .unwrap()["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let first_user =
+        entries.iter().find(|e| e["type"] == "message" && e["message"]["role"] == "user").unwrap()
+            ["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
     let text = stdout(&env.run(&["tree", &id]));
     assert!(text.contains("user: question one") && text.contains("← leaf"), "{text}");
 
@@ -76,6 +77,32 @@ fn tree_label_branch_and_export() {
     assert!(written.contains("question one"));
     let exported = json_out(&env.run(&["export", &id, "--json"]));
     assert!(exported["content"].as_str().unwrap().contains("question one"));
+}
+
+#[test]
+fn branch_with_summarize_records_the_abandoned_path() {
+    let env = CliEnv::start(vec![
+        Reply::text("answer one"),
+        Reply::text("answer two"),
+        Reply::text("SUMMARY of the abandoned path."),
+    ]);
+    let id = one_run(&env, "question one");
+    assert_exit(&env.run(&["run", "--session", &id, "question two"]), 0);
+    let tree = json_out(&env.run(&["tree", &id, "--json"]));
+    let first_answer = tree["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["type"] == "message" && e["message"]["role"] == "assistant")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let output = env.run(&["branch", &id, &first_answer, "--summarize"]);
+    assert_exit(&output, 0);
+    assert!(stdout(&output).contains("branch summary:"), "{}", stdout(&output));
+    let text = stdout(&env.run(&["tree", &id]));
+    assert!(text.contains("branch summary: SUMMARY of the abandoned path."), "{text}");
 }
 
 #[test]
@@ -133,7 +160,10 @@ fn trust_and_revoke_a_directory() {
 fn models_and_completions() {
     let env = CliEnv::start(vec![]);
     let text = stdout(&env.run(&["models"]));
-    assert!(text.contains("default: fake/test-model") && text.contains("* fake/test-model"), "{text}");
+    assert!(
+        text.contains("default: fake/test-model") && text.contains("* fake/test-model"),
+        "{text}"
+    );
     let models = json_out(&env.run(&["models", "--json"]));
     assert_eq!(models["default_model"], "fake/test-model");
     for shell in ["bash", "zsh", "fish"] {

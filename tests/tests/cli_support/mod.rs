@@ -2,6 +2,7 @@
 //! project directory, and the real `rein` aimed at all three.
 
 #![allow(dead_code)] // each test file uses a different part
+#![allow(clippy::unwrap_used)] // test helpers: a failure should stop the test
 
 use rein_testkit::daemon::DaemonFixture;
 use rein_testkit::fake_provider::{FakeProvider, RecordedRequest, Reply};
@@ -24,8 +25,7 @@ pub struct CliEnv {
 impl CliEnv {
     /// Starts everything with `script` and the daemon already running.
     pub fn start(script: Vec<Reply>) -> Self {
-        let env = Self::configured(script);
-        let mut env = env;
+        let mut env = Self::configured(script);
         env.daemon.spawn();
         env
     }
