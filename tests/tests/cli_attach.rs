@@ -92,3 +92,33 @@ fn ctrl_c_cancels_a_running_run() {
     assert_eq!(pty.wait(), Some(0));
     assert_eq!(env.requests().len(), 1);
 }
+
+#[test]
+fn attach_shows_the_conversation_so_far() {
+    let env = CliEnv::start(vec![Reply::text("An earlier answer.")]);
+    let output = env.run(&["run", "--approve", "yolo", "an earlier question"]);
+    assert_eq!(output.status.code(), Some(0));
+    let id = cli_support::session_id(&cli_support::stderr(&output));
+    // No session given: the most recent session of the directory.
+    let mut pty = Pty::spawn(&env, &["attach"]);
+    pty.expect(&format!("attached to {id}"));
+    pty.expect("user: an earlier question");
+    pty.expect("assistant: An earlier answer.");
+    pty.send("\x04");
+    assert_eq!(pty.wait(), Some(0));
+}
+
+#[test]
+fn rein_run_on_a_terminal_asks_for_approval() {
+    let env = CliEnv::start(vec![
+        Reply::tool_call("bash", json!({"command": "echo asked-and-allowed"})),
+        Reply::text("Finished."),
+    ]);
+    let mut pty = Pty::spawn(&env, &["run", "--approve", "ask", "do it"]);
+    pty.expect("approval needed: bash echo asked-and-allowed");
+    pty.expect("allow?");
+    pty.send("y\r");
+    pty.expect("✓ bash: asked-and-allowed");
+    pty.expect("Finished.");
+    assert_eq!(pty.wait(), Some(0));
+}

@@ -161,28 +161,7 @@ pub fn format_tree(entries: &[SessionEntry], leaf_id: Option<&str>) -> String {
 pub fn describe(entry: &SessionEntry) -> String {
     let one_line = |text: &str| shorten(&text.replace('\n', " "), 70);
     match &entry.kind {
-        EntryKind::Message { message: Message::User(user) } => {
-            format!("user: {}", one_line(&crate::render::user_text(&user.content)))
-        }
-        EntryKind::Message { message: Message::Assistant(assistant) } => {
-            let calls: Vec<&str> = assistant.tool_calls().map(|call| call.name.as_str()).collect();
-            let text = assistant.text();
-            match (text.trim().is_empty(), calls.is_empty()) {
-                (false, _) => format!("assistant: {}", one_line(&text)),
-                (true, false) => format!("assistant: calls {}", calls.join(", ")),
-                (true, true) => "assistant: (no text)".into(),
-            }
-        }
-        EntryKind::Message { message: Message::ToolResult(result) } => {
-            let status = if result.is_error { "error" } else { "ok" };
-            let first = result
-                .content
-                .iter()
-                .find_map(ContentBlock::as_text)
-                .map(|text| one_line(text.lines().next().unwrap_or_default()))
-                .unwrap_or_default();
-            format!("{} {status}: {first}", result.tool_name)
-        }
+        EntryKind::Message { message } => describe_message(message),
         EntryKind::ModelChange { provider, model } => format!("model → {provider}/{model}"),
         EntryKind::ThinkingLevelChange { thinking_level } => {
             format!("thinking → {}", thinking_level.as_str())
@@ -201,6 +180,35 @@ pub fn describe(entry: &SessionEntry) -> String {
         EntryKind::Repair { actions } => format!("repair ({} actions)", actions.len()),
         EntryKind::Custom { custom_type, .. } => format!("custom {custom_type}"),
         EntryKind::Unknown => "(unknown entry kind)".into(),
+    }
+}
+
+/// One line for a message: who said it and the start of what they said.
+pub fn describe_message(message: &Message) -> String {
+    let one_line = |text: &str| shorten(&text.replace('\n', " "), 70);
+    match message {
+        Message::User(user) => {
+            format!("user: {}", one_line(&crate::render::user_text(&user.content)))
+        }
+        Message::Assistant(assistant) => {
+            let calls: Vec<&str> = assistant.tool_calls().map(|call| call.name.as_str()).collect();
+            let text = assistant.text();
+            match (text.trim().is_empty(), calls.is_empty()) {
+                (false, _) => format!("assistant: {}", one_line(&text)),
+                (true, false) => format!("assistant: calls {}", calls.join(", ")),
+                (true, true) => "assistant: (no text)".into(),
+            }
+        }
+        Message::ToolResult(result) => {
+            let status = if result.is_error { "error" } else { "ok" };
+            let first = result
+                .content
+                .iter()
+                .find_map(ContentBlock::as_text)
+                .map(|text| one_line(text.lines().next().unwrap_or_default()))
+                .unwrap_or_default();
+            format!("{} {status}: {first}", result.tool_name)
+        }
     }
 }
 

@@ -20,8 +20,8 @@ use input::{BusyMode, HELP, Line, Slash};
 use output::Output;
 use rein_protocol::event::{SessionEvent, SubscriptionItem};
 use rein_protocol::method::{
-    ApprovalRespondParams, BusyBehavior, PromptParams, RunLimits, SessionRef, SessionState,
-    SetModelParams, SetThinkingParams, ShellParams, names,
+    ApprovalRespondParams, BusyBehavior, MessagesResult, PromptParams, RunLimits, SessionRef,
+    SessionState, SetModelParams, SetThinkingParams, ShellParams, names,
 };
 use rustyline::error::ReadlineError;
 use serde_json::Value;
@@ -66,6 +66,9 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
         "rein: {verb} {} ({}, {}); /help for commands\n",
         state.session_id, state.model, state.cwd
     ));
+    if !created {
+        show_recent(&mut client, &state.session_id, &mut output).await;
+    }
     if state.running {
         output.print("a run is active; typing steers it\n");
     }
@@ -89,6 +92,28 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
     drop(next_tx);
     let _ = editor_thread.join();
     code
+}
+
+/// How many messages of the conversation so far are shown on attach.
+const RECENT_MESSAGES: usize = 6;
+
+/// Prints the end of the conversation so far, one line per message.
+async fn show_recent(client: &mut Client, session_id: &str, output: &mut Output) {
+    let params = SessionRef { session_id: session_id.to_string() };
+    let result: Result<MessagesResult, _> = client.call_as(names::SESSION_MESSAGES, params).await;
+    match result {
+        Ok(result) if !result.messages.is_empty() => {
+            let skip = result.messages.len().saturating_sub(RECENT_MESSAGES);
+            if skip > 0 {
+                output.print(&format!("… {skip} earlier messages (/tree shows them all)\n"));
+            }
+            for message in &result.messages[skip..] {
+                output.print(&format!("  {}\n", session_cmd::describe_message(message)));
+            }
+        }
+        Ok(_) => {}
+        Err(error) => output.print(&format!("rein: cannot read the conversation: {error}\n")),
+    }
 }
 
 /// `$REIN_HOME/history`, the line editor's history.
