@@ -278,21 +278,29 @@ pub fn action_entry_id(action: &RepairAction) -> Option<&str> {
 /// Whether every tool call on the path has exactly one result, directly behind its call in
 /// call order, and every result has a call. What providers require.
 pub fn is_valid_tool_history(messages: &[Message]) -> bool {
+    is_valid_sequence(messages.iter().map(Some))
+}
+
+/// [`is_valid_tool_history`] over a sequence where `None` stands for a user message that is
+/// not stored as one (a summary), so a path can be checked without building its messages.
+pub(crate) fn is_valid_sequence<'a>(
+    messages: impl IntoIterator<Item = Option<&'a Message>>,
+) -> bool {
     let mut expected: std::collections::VecDeque<&str> = Default::default();
     for message in messages {
         match message {
-            Message::ToolResult(result) => {
+            Some(Message::ToolResult(result)) => {
                 if expected.pop_front() != Some(result.tool_call_id.as_str()) {
                     return false;
                 }
             }
-            Message::Assistant(assistant) => {
+            Some(Message::Assistant(assistant)) => {
                 if !expected.is_empty() {
                     return false;
                 }
                 expected = assistant.tool_calls().map(|c| c.id.as_str()).collect();
             }
-            Message::User(_) => {
+            Some(Message::User(_)) | None => {
                 if !expected.is_empty() {
                     return false;
                 }

@@ -74,8 +74,10 @@ pub fn replay(path: &[&SessionEntry]) -> Replay {
         }
     }
     let compaction = compaction_at.and_then(|at| compaction_in_force(path[at]));
-    let messages = raw_context(path);
-    let (messages, _) = normalize_tool_history(messages);
+    let entries = context_entries(path);
+    let messages = messages_of(&entries);
+    let messages =
+        if context_is_valid(&entries) { messages } else { normalize_tool_history(messages).0 };
     Replay {
         leaf_id: path.last().map(|e| e.id.clone()),
         path: path.iter().map(|e| e.id.clone()).collect(),
@@ -101,32 +103,56 @@ fn compaction_in_force(entry: &SessionEntry) -> Option<CompactionInForce> {
     }
 }
 
+/// The entries whose messages form the context of a path, in order: the last compaction (its
+/// summary comes first), then the entries it kept and those after it. Entries that contribute
+/// no message are left in; [`entry_message`] skips them.
+pub fn context_entries<'a>(path: &[&'a SessionEntry]) -> Vec<&'a SessionEntry> {
+    let compaction_at = path.iter().rposition(|e| matches!(e.kind, EntryKind::Compaction { .. }));
+    let Some(at) = compaction_at else { return path.to_vec() };
+    let EntryKind::Compaction { first_kept_entry_id, .. } = &path[at].kind else {
+        return path.to_vec();
+    };
+    let start = path[..at].iter().position(|e| e.id == *first_kept_entry_id).unwrap_or(at + 1);
+    let mut entries = Vec::with_capacity(path.len() - start + 1);
+    entries.push(path[at]);
+    // The compaction in force and earlier ones in the kept part add no message of their own.
+    entries.extend(
+        path[start..].iter().filter(|e| !matches!(e.kind, EntryKind::Compaction { .. })).copied(),
+    );
+    entries
+}
+
+/// Whether the context of a path already has a valid tool history (the common case), checked
+/// without copying any message.
+pub fn context_is_valid(entries: &[&SessionEntry]) -> bool {
+    crate::repair::is_valid_sequence(entries.iter().filter_map(|entry| match &entry.kind {
+        EntryKind::Message { message } => Some(Some(message)),
+        EntryKind::BranchSummary { .. } | EntryKind::Compaction { .. } => Some(None),
+        _ => None,
+    }))
+}
+
 /// The context messages of a path before any tool-history rule runs: the last compaction's
 /// summary (as a user message), then the messages of the entries it kept and of those after
 /// it, with branch summaries as user messages.
 pub fn raw_context(path: &[&SessionEntry]) -> Vec<PathMessage> {
-    let compaction_at = path.iter().rposition(|e| matches!(e.kind, EntryKind::Compaction { .. }));
-    let mut messages = Vec::new();
-    let mut start = 0;
-    if let Some(at) = compaction_at
-        && let EntryKind::Compaction { summary, first_kept_entry_id, .. } = &path[at].kind
-    {
-        let entry = path[at];
-        messages.push(PathMessage {
-            entry_id: entry.id.clone(),
-            message: summary_message(COMPACTION_SUMMARY_PREFIX, summary, &entry.timestamp),
-        });
-        start = path[..at].iter().position(|e| e.id == *first_kept_entry_id).unwrap_or(at + 1);
-    }
-    for (i, entry) in path.iter().enumerate().skip(start) {
-        if Some(i) == compaction_at {
-            continue;
-        }
-        if let Some(message) = entry_message(entry) {
-            messages.push(PathMessage { entry_id: entry.id.clone(), message });
-        }
-    }
-    messages
+    messages_of(&context_entries(path))
+}
+
+/// The messages of context entries (see [`context_entries`]).
+fn messages_of(entries: &[&SessionEntry]) -> Vec<PathMessage> {
+    entries
+        .iter()
+        .filter_map(|entry| {
+            let message = match &entry.kind {
+                EntryKind::Compaction { summary, .. } => {
+                    summary_message(COMPACTION_SUMMARY_PREFIX, summary, &entry.timestamp)
+                }
+                _ => entry_message(entry)?,
+            };
+            Some(PathMessage { entry_id: entry.id.clone(), message })
+        })
+        .collect()
 }
 
 /// The message an entry contributes to the context: its message, or a branch summary as a

@@ -84,6 +84,11 @@ impl Session {
 
     fn repair_with(&mut self, mut actions: Vec<RepairAction>) -> Result<LoadReport, SessionError> {
         let path = self.tree.active_path();
+        if actions.is_empty()
+            && crate::replay::context_is_valid(&crate::replay::context_entries(&path))
+        {
+            return Ok(LoadReport::default());
+        }
         let raw = crate::replay::raw_context(&path);
         let recorded = recorded_repairs(&path);
         let mut minted: HashSet<String> = HashSet::new();
