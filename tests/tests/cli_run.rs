@@ -236,3 +236,38 @@ fn a_cold_daemon_is_started_by_rein_run() {
     assert_exit(&output, 0);
     assert_eq!(stdout(&output), "cold start works\n");
 }
+
+#[test]
+fn a_prompt_to_a_busy_session_is_queued_and_shows_only_its_own_run() {
+    let env = CliEnv::start(vec![
+        Reply::tool_call("bash", json!({"command": "sleep 1"})),
+        Reply::text("first answer"),
+        Reply::text("second answer"),
+    ]);
+    let first = env
+        .rein()
+        .args(["run", "--approve", "yolo", "first"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the first run is going.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let id = loop {
+        let listed = env.rpc_ok("session/list", json!({}));
+        if let Some(session) = listed["sessions"].as_array().and_then(|s| s.first())
+            && session["running"] == true
+        {
+            break session["session_id"].as_str().unwrap().to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "the first run did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    let second = env.run(&["run", "--session", &id, "second"]);
+    assert_exit(&second, 0);
+    assert_eq!(stdout(&second), "second answer\n");
+    let first = first.wait_with_output().unwrap();
+    assert_exit(&first, 0);
+    assert_eq!(stdout(&first), "first answer\n");
+}

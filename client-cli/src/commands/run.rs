@@ -160,6 +160,7 @@ struct RunFollower {
 impl RunFollower {
     async fn follow(&mut self, interrupts: &mut Interrupts) -> Result<u8, ClientError> {
         let mut ended: Option<EndReason> = None;
+        let mut ours = false;
         let mut cancel_sent = false;
         loop {
             let notice = tokio::select! {
@@ -186,6 +187,16 @@ impl RunFollower {
                 }
                 SubscriptionItem::Unknown => continue,
             };
+            match &envelope.event {
+                SessionEvent::AgentStart { run_id } if *run_id == self.run_id => ours = true,
+                // Someone else's follow-up starts after ours: ours is over.
+                SessionEvent::AgentStart { .. } if ended.is_some() => break,
+                _ => {}
+            }
+            // Another client's run that was going when we queued ours is not ours to show.
+            if !ours {
+                continue;
+            }
             if self.json {
                 println!("{}", notice.raw);
             } else {
@@ -196,12 +207,6 @@ impl RunFollower {
                     ended = Some(*reason);
                 }
                 SessionEvent::Settled if ended.is_some() => break,
-                // Someone else's follow-up starts after ours: ours is over.
-                SessionEvent::AgentStart { run_id }
-                    if ended.is_some() && *run_id != self.run_id =>
-                {
-                    break;
-                }
                 SessionEvent::ApprovalRequested { request_id, .. } if self.approvals => {
                     self.ask_approval(request_id).await?;
                 }
