@@ -15,8 +15,8 @@ use crate::style::Style;
 use clap::Args;
 use rein_protocol::event::{ApprovalDecision, EndReason, SessionEvent, SubscriptionItem};
 use rein_protocol::method::{
-    ApprovalRespondParams, BusyBehavior, PromptParams, PromptResult, RunLimits, SessionRef,
-    SessionState, names,
+    ApprovalRespondParams, BusyBehavior, PromptDisposition, PromptParams, PromptResult, RunLimits,
+    SessionRef, SessionState, names,
 };
 use serde_json::Value;
 use std::io::{IsTerminal, Read, Write};
@@ -140,6 +140,7 @@ pub async fn run(socket: &Path, args: RunArgs) -> Result<u8, ClientError> {
         client,
         session_id,
         run_id: started.run_id,
+        queued: started.disposition == PromptDisposition::Queued,
         json: args.json,
         approvals,
         renderer: Renderer::new(RenderOptions { style: Style::for_stderr(), interactive: false }),
@@ -152,6 +153,8 @@ struct RunFollower {
     client: Client,
     session_id: String,
     run_id: String,
+    /// The prompt waits behind another client's run.
+    queued: bool,
     json: bool,
     approvals: bool,
     renderer: Renderer,
@@ -167,6 +170,11 @@ impl RunFollower {
                 () = interrupts.next() => {
                     if cancel_sent {
                         eprintln!("rein: interrupted again; leaving without waiting");
+                        return Ok(exit::CANCELLED);
+                    }
+                    if self.queued && !ours {
+                        // Cancelling now would stop another client's run, not ours.
+                        eprintln!("rein: interrupted before the queued prompt started; it stays queued (rein cancel {} cancels the session's run)", self.session_id);
                         return Ok(exit::CANCELLED);
                     }
                     cancel_sent = true;
