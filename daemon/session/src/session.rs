@@ -58,7 +58,7 @@ impl Session {
     pub fn open(path: &Path) -> Result<(Self, LoadReport), SessionError> {
         let (mut file, parsed) = SessionFile::open(path)?;
         let mut actions = Vec::new();
-        if parsed.needs_rewrite {
+        if let Some(clean) = &parsed.repaired_bytes {
             if !parsed.damaged.is_empty() {
                 let sidecar = keep_damaged_lines(path, &parsed.damaged, &now_rfc3339())?;
                 let lines: Vec<u64> = parsed.damaged.iter().map(|d| d.line).collect();
@@ -68,7 +68,7 @@ impl Session {
                     sidecar: sidecar.display().to_string(),
                 });
             }
-            file.rewrite(&parsed.header, &parsed.entries)?;
+            file.rewrite(clean)?;
         }
         let mut session = Self::from_new_file(parsed.header, file, parsed.entries);
         let report = session.repair_with(actions)?;

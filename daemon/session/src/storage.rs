@@ -30,8 +30,11 @@ pub struct ParsedFile {
     pub entries: Vec<SessionEntry>,
     /// Lines that did not parse (a torn last line included).
     pub damaged: Vec<DamagedLine>,
-    /// True when the file must be rewritten before appending: a damaged line, or a last line
-    /// without its newline.
+    /// When the file must be rewritten before appending (a damaged line, or a last line
+    /// without its newline): the file's bytes without the damaged lines. Good lines are kept
+    /// byte for byte, so entry kinds this version does not know survive the rewrite.
+    pub repaired_bytes: Option<Vec<u8>>,
+    /// True when the file must be rewritten before appending (`repaired_bytes` is set).
     pub needs_rewrite: bool,
 }
 
@@ -51,6 +54,7 @@ pub fn parse_file(path: &Path, bytes: &[u8]) -> Result<ParsedFile, SessionError>
         });
     }
     let mut entries = Vec::new();
+    let mut good_lines: Vec<&[u8]> = vec![first];
     let mut damaged = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for (index, line) in lines.enumerate() {
@@ -59,12 +63,24 @@ pub fn parse_file(path: &Path, bytes: &[u8]) -> Result<ParsedFile, SessionError>
         }
         let line_no = index as u64 + 2;
         match serde_json::from_slice::<SessionEntry>(line) {
-            Ok(entry) if seen.insert(entry.id.clone()) => entries.push(entry),
+            Ok(entry) if seen.insert(entry.id.clone()) => {
+                entries.push(entry);
+                good_lines.push(line);
+            }
             _ => damaged.push(DamagedLine { line: line_no, bytes: line.to_vec() }),
         }
     }
     let torn = !bytes.is_empty() && !bytes.ends_with(b"\n");
-    Ok(ParsedFile { header, entries, needs_rewrite: torn || !damaged.is_empty(), damaged })
+    let repaired_bytes = (torn || !damaged.is_empty()).then(|| {
+        let mut clean = Vec::with_capacity(bytes.len());
+        for line in good_lines {
+            clean.extend_from_slice(line);
+            clean.push(b'\n');
+        }
+        clean
+    });
+    let needs_rewrite = repaired_bytes.is_some();
+    Ok(ParsedFile { header, entries, damaged, repaired_bytes, needs_rewrite })
 }
 
 /// Serializes one JSONL line (compact JSON plus newline) onto `out`.
@@ -202,15 +218,11 @@ impl SessionFile {
         Ok(())
     }
 
-    /// Replaces the whole file atomically with this header and these entries, then keeps
-    /// appending to the new file. The lock (on its own file) is held throughout.
-    pub fn rewrite(
-        &mut self,
-        header: &SessionHeader,
-        entries: &[SessionEntry],
-    ) -> Result<(), SessionError> {
-        let bytes = encode_file(header, entries)?;
-        write_atomically(&self.path, &bytes)?;
+    /// Replaces the whole file atomically with `bytes` (a temp file, fsync, rename, directory
+    /// fsync), then keeps appending to the new file. The lock (on its own file) is held
+    /// throughout.
+    pub fn rewrite(&mut self, bytes: &[u8]) -> Result<(), SessionError> {
+        write_atomically(&self.path, bytes)?;
         self.file = open_append(&self.path)?;
         self.len = bytes.len() as u64;
         Ok(())
@@ -288,18 +300,31 @@ mod tests {
         assert_eq!(ids, ["a", "b", "c"]);
         let lines: Vec<_> = parsed.damaged.iter().map(|d| d.line).collect();
         assert_eq!(lines, [4, 6]);
-        assert!(parsed.needs_rewrite);
+        let clean = parsed.repaired_bytes.unwrap();
+        assert_eq!(clean, encode_file(&header(), &[entry("a"), entry("b"), entry("c")]).unwrap());
     }
 
     #[test]
     fn clean_file_needs_no_rewrite_and_duplicate_ids_are_damage() {
         let bytes = encode_file(&header(), &[entry("a")]).unwrap();
         let parsed = parse_file(Path::new("f"), &bytes).unwrap();
-        assert!(!parsed.needs_rewrite);
+        assert!(parsed.repaired_bytes.is_none());
         let bytes = encode_file(&header(), &[entry("a"), entry("a")]).unwrap();
         let parsed = parse_file(Path::new("f"), &bytes).unwrap();
         assert_eq!(parsed.entries.len(), 1);
         assert_eq!(parsed.damaged[0].line, 3);
+    }
+
+    #[test]
+    fn rewrite_keeps_unknown_entry_kinds_verbatim() {
+        let future = r#"{"id":"f","parent_id":null,"timestamp":"t","type":"hologram","beam":3}"#;
+        let mut bytes = encode_file(&header(), &[entry("a")]).unwrap();
+        bytes.extend_from_slice(future.as_bytes());
+        bytes.extend_from_slice(b"\n{torn");
+        let parsed = parse_file(Path::new("f"), &bytes).unwrap();
+        assert_eq!(parsed.entries[1].kind, EntryKind::Unknown);
+        let clean = String::from_utf8(parsed.repaired_bytes.unwrap()).unwrap();
+        assert!(clean.ends_with(&format!("{future}\n")), "{clean}");
     }
 
     #[test]
@@ -327,7 +352,7 @@ mod tests {
         drop(file);
         let (mut file, parsed) = SessionFile::open(&path).unwrap();
         assert_eq!(parsed.entries.len(), 2);
-        file.rewrite(&header(), &parsed.entries[..1]).unwrap();
+        file.rewrite(&encode_file(&header(), &parsed.entries[..1]).unwrap()).unwrap();
         file.append(&[entry("c")]).unwrap();
         assert!(matches!(SessionLock::acquire(&path), Err(SessionError::Locked { .. })));
         drop(file);
