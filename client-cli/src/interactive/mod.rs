@@ -20,8 +20,8 @@ use input::{BusyMode, HELP, Line, Slash};
 use output::Output;
 use rein_protocol::event::{SessionEvent, SubscriptionItem};
 use rein_protocol::method::{
-    ApprovalRespondParams, BusyBehavior, MessagesResult, PromptParams, RunLimits, SessionRef,
-    SessionState, SetModelParams, SetThinkingParams, ShellParams, names,
+    ApprovalRespondParams, BusyBehavior, MessagesResult, PromptParams, QueueMessageParams,
+    RunLimits, SessionRef, SessionState, SetModelParams, SetThinkingParams, ShellParams, names,
 };
 use rustyline::error::ReadlineError;
 use serde_json::Value;
@@ -305,7 +305,7 @@ impl Attach {
     async fn send_text(&mut self, text: String, follow_up: bool) {
         let follow_up = follow_up || self.mode == BusyMode::FollowUp;
         if self.running {
-            let params = rein_protocol::method::QueueMessageParams {
+            let params = QueueMessageParams {
                 session_id: self.session_id.clone(),
                 text,
                 images: Vec::new(),
