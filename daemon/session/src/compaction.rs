@@ -408,7 +408,9 @@ impl Session {
 
     /// The compaction the layer above runs when the provider rejected a request as too long:
     /// it keeps at most a quarter of the window verbatim, records the compaction with reason
-    /// `overflow`, and returns the messages to retry the request with (once).
+    /// `overflow`, and returns the messages to retry the request with (once). The failed reply
+    /// should not have been appended; if this fails too (for instance `NothingToCompact`), the
+    /// run ends with the provider's error.
     pub async fn recover_from_overflow(
         &mut self,
         provider: &dyn Provider,

@@ -267,12 +267,7 @@ impl Session {
             });
             minted.insert(id.clone());
             // A leaf move is not part of the chain: what follows it hangs off its target.
-            let next_parent = match crate::tree::leaf_move_target(&SessionEntry {
-                id: String::new(),
-                parent_id: None,
-                timestamp: String::new(),
-                kind: kind.clone(),
-            }) {
+            let next_parent = match crate::tree::leaf_move_target(&kind) {
                 Some(target) => target.map(str::to_string),
                 None => Some(id.clone()),
             };

@@ -127,38 +127,35 @@ impl SessionStore {
     }
 
     fn project_dirs(&self) -> Result<Vec<PathBuf>, SessionError> {
-        let dir = paths::sessions_dir(&self.root);
-        let read = match std::fs::read_dir(&dir) {
-            Ok(read) => read,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(SessionError::Io { action: "list", path: dir, source: e }),
-        };
-        let mut dirs = Vec::new();
-        for item in read {
-            let item = item.map_err(SessionError::io("list", &dir))?;
-            if item.file_type().is_ok_and(|t| t.is_dir()) {
-                dirs.push(item.path());
-            }
-        }
-        Ok(dirs)
+        dir_items(&paths::sessions_dir(&self.root), |item| {
+            item.file_type().is_ok_and(|t| t.is_dir())
+        })
     }
 }
 
 /// The `*.jsonl` files of one project directory (none when it does not exist).
 fn session_files(dir: &Path) -> Result<Vec<PathBuf>, SessionError> {
+    dir_items(dir, |item| item.path().extension().is_some_and(|e| e == SESSION_EXTENSION))
+}
+
+/// The paths of the items of `dir` that `keep` accepts; none when `dir` does not exist.
+fn dir_items(
+    dir: &Path,
+    keep: impl Fn(&std::fs::DirEntry) -> bool,
+) -> Result<Vec<PathBuf>, SessionError> {
     let read = match std::fs::read_dir(dir) {
         Ok(read) => read,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(SessionError::Io { action: "list", path: dir.into(), source: e }),
     };
-    let mut files = Vec::new();
+    let mut items = Vec::new();
     for item in read {
-        let path = item.map_err(SessionError::io("list", dir))?.path();
-        if path.extension().is_some_and(|e| e == SESSION_EXTENSION) {
-            files.push(path);
+        let item = item.map_err(SessionError::io("list", dir))?;
+        if keep(&item) {
+            items.push(item.path());
         }
     }
-    Ok(files)
+    Ok(items)
 }
 
 #[cfg(test)]

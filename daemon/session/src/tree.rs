@@ -9,9 +9,10 @@ use serde_json::json;
 /// entry). Its `data` is `{"leaf_id": <id or null>}`; it is never part of a path.
 pub const LEAF_MOVE_TYPE: &str = "rein.leaf";
 
-/// If `entry` records a leaf move, the leaf it moved to (`Some(None)` for "no leaf").
-pub fn leaf_move_target(entry: &SessionEntry) -> Option<Option<&str>> {
-    match &entry.kind {
+/// If an entry of this kind records a leaf move, the leaf it moved to (`Some(None)` for "no
+/// leaf").
+pub fn leaf_move_target(kind: &EntryKind) -> Option<Option<&str>> {
+    match kind {
         EntryKind::Custom { custom_type, data } if custom_type == LEAF_MOVE_TYPE => {
             Some(data.get("leaf_id").and_then(|v| v.as_str()))
         }
@@ -55,7 +56,7 @@ impl SessionTree {
     pub fn push(&mut self, entry: SessionEntry) {
         let position = self.entries.len();
         let parent = entry.parent_id.as_deref().and_then(|id| self.index.get(id).copied());
-        match leaf_move_target(&entry) {
+        match leaf_move_target(&entry.kind) {
             Some(target) => self.leaf = target.and_then(|id| self.index.get(id).copied()),
             None => self.leaf = Some(position),
         }
