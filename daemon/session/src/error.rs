@@ -97,3 +97,24 @@ impl SessionError {
         move |source| Self::Io { action, path, source }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_map_to_protocol_kinds() {
+        let locked = SessionError::Locked { path: "/s.jsonl".into() };
+        assert_eq!(locked.kind(), ErrorKind::SessionLocked);
+        assert!(locked.to_string().contains("/s.jsonl"));
+        assert_eq!(SessionError::NotFound("x".into()).kind(), ErrorKind::SessionNotFound);
+        assert_eq!(SessionError::EntryNotFound("x".into()).kind(), ErrorKind::EntryNotFound);
+        assert_eq!(SessionError::CompactionInProgress.kind(), ErrorKind::CompactionInProgress);
+        let summary =
+            SessionError::Summary { kind: ProviderErrorKind::Network, message: "down".into() };
+        assert_eq!(summary.kind(), ErrorKind::ProviderError);
+        let io = SessionError::io("read", "/f")(std::io::Error::other("disk"));
+        assert_eq!(io.kind(), ErrorKind::Io);
+        assert_eq!(io.to_string(), "read /f: disk");
+    }
+}

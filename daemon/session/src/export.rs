@@ -47,6 +47,23 @@ fn stop_reason_text(reason: StopReason) -> &'static str {
 }
 
 impl Session {
+    /// Usage summed over every model call recorded in the file, on every branch: assistant
+    /// messages plus the compaction and branch-summary requests.
+    pub fn total_usage(&self) -> Usage {
+        let mut total = Usage::default();
+        for entry in self.tree().entries() {
+            match &entry.kind {
+                EntryKind::Message { message: Message::Assistant(assistant) } => {
+                    total.add(&assistant.usage);
+                }
+                EntryKind::Compaction { usage: Some(usage), .. }
+                | EntryKind::BranchSummary { usage: Some(usage), .. } => total.add(usage),
+                _ => {}
+            }
+        }
+        total
+    }
+
     /// The run info of the active path.
     pub fn run_info(&self, exit_reason: Option<&str>) -> RunInfo {
         let mut usage = Usage::default();
@@ -199,19 +216,22 @@ mod tests {
         let mut session = store.create("/p").unwrap();
         session.set_model(&ModelRef { provider: "prov".into(), model: "m1".into() }).unwrap();
         session.append_message(user("hello").message).unwrap();
-        let mut a = assistant("a", &["c1"]).message;
-        if let Message::Assistant(a) = &mut a {
-            a.usage.total_tokens = 50;
-            a.usage.cost.total = 0.25;
-        }
-        session.append_message(a).unwrap();
+        let a_with_cost = |cost: f64| {
+            let mut a = assistant("a", &["c1"]).message;
+            if let Message::Assistant(a) = &mut a {
+                a.usage.total_tokens = 50;
+                a.usage.cost.total = cost;
+            }
+            a
+        };
+        session.append_message(a_with_cost(0.25)).unwrap();
         let mut r = result("r", "c1").message;
         if let Message::ToolResult(r) = &mut r {
             r.content = vec![ContentBlock::text("has ``` fence")];
         }
         session.append_message(r).unwrap();
         session.append_message(assistant("b", &[]).message).unwrap();
-        session.set_name(Some("Demo".into())).unwrap();
+        let last = session.set_name(Some("Demo".into())).unwrap().id;
 
         let jsonl = session.export_jsonl(None).unwrap();
         let lines: Vec<serde_json::Value> =
@@ -226,6 +246,18 @@ mod tests {
         assert_eq!(info["exit_reason"], "stop");
         assert_eq!(info["usage"]["cost"]["total"], 0.25);
         assert_eq!(info["model"], "prov/m1");
+        session.move_leaf(None).unwrap();
+        session.append_message(a_with_cost(0.5)).unwrap();
+        session
+            .append(EntryKind::BranchSummary {
+                from_id: "x".into(),
+                summary: "s".into(),
+                usage: Some(Usage { total_tokens: 7, ..Usage::default() }),
+            })
+            .unwrap();
+        assert!((session.total_usage().cost.total - 0.75).abs() < 1e-9);
+        assert_eq!(session.total_usage().total_tokens, 107);
+        session.move_leaf(Some(&last)).unwrap();
         let jsonl = session.export_jsonl(Some("max_turns")).unwrap();
         assert!(jsonl.lines().last().unwrap().contains("\"exit_reason\":\"max_turns\""));
 

@@ -261,6 +261,7 @@ pub fn keep_damaged_lines(
         .map_err(SessionError::io("open", &sidecar))?;
     file.write_all(&bytes).map_err(SessionError::io("write", &sidecar))?;
     file.sync_all().map_err(SessionError::io("sync", &sidecar))?;
+    sync_parent_dir(&sidecar)?;
     Ok(sidecar)
 }
 
