@@ -21,7 +21,9 @@ pub struct RunInfo {
     pub exit_reason: Option<String>,
     /// Assistant messages on the path (model calls).
     pub steps: u64,
-    /// Usage summed over the path's assistant messages (its `cost.total` is the cost in USD).
+    /// What the path's model calls cost, in US dollars (`usage.cost.total`).
+    pub cost: f64,
+    /// Usage summed over the path's assistant messages.
     pub usage: Usage,
     /// The model in force, as `provider/model`.
     pub model: Option<String>,
@@ -83,6 +85,7 @@ impl Session {
                 .map(str::to_string)
                 .or_else(|| last_stop.map(|r| stop_reason_text(r).to_string())),
             steps,
+            cost: usage.cost.total,
             usage,
             model: self.replay().model.map(|m| m.to_string()),
         }
@@ -245,6 +248,7 @@ mod tests {
         assert_eq!(info["steps"], 2);
         assert_eq!(info["exit_reason"], "stop");
         assert_eq!(info["usage"]["cost"]["total"], 0.25);
+        assert_eq!(info["cost"], 0.25);
         assert_eq!(info["model"], "prov/m1");
         session.move_leaf(None).unwrap();
         session.append_message(a_with_cost(0.5)).unwrap();
