@@ -382,10 +382,7 @@ impl Session {
             usage: Some(usage),
             reason: reason_text(job.reason).to_string(),
         };
-        let entry = self
-            .append_entries(vec![(Some(id), kind)])?
-            .pop()
-            .ok_or_else(|| SessionError::Stale("no entry written".into()))?;
+        let entry = self.append_with_id(Some(id), kind)?;
         let tokens_after = self.context_tokens();
         tracing::info!(session = %self.id(), tokens_before = job.tokens_before, tokens_after, "compacted");
         Ok(Compacted { entry, tokens_before: job.tokens_before, tokens_after })

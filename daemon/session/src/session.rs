@@ -188,8 +188,25 @@ impl Session {
 
     /// Appends one entry after the active leaf; it becomes the leaf. Durable on return.
     pub fn append(&mut self, kind: EntryKind) -> Result<SessionEntry, SessionError> {
-        let mut written = self.append_entries(vec![(None, kind)])?;
-        written.pop().ok_or_else(|| SessionError::Stale("no entry written".into()))
+        self.append_with_id(None, kind)
+    }
+
+    /// Appends one entry after the active leaf under `id` (a fresh id when `None`).
+    pub(crate) fn append_with_id(
+        &mut self,
+        id: Option<String>,
+        kind: EntryKind,
+    ) -> Result<SessionEntry, SessionError> {
+        let id = id.unwrap_or_else(|| new_entry_id(|id| self.tree.contains(id)));
+        let entry = SessionEntry {
+            id,
+            parent_id: self.leaf_id().map(str::to_string),
+            timestamp: now_rfc3339(),
+            kind,
+        };
+        self.file.append(std::slice::from_ref(&entry))?;
+        self.tree.push(entry.clone());
+        Ok(entry)
     }
 
     /// Appends several entries as a chain after the active leaf with one fsync; the last
