@@ -11,6 +11,22 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+/// Provider key variables removed from every spawned binary, so no test can ever reach a real
+/// provider, whatever the developer's shell has set.
+pub const PROVIDER_KEY_VARIABLES: &[&str] = &[
+    "ANTHROPIC_API_KEY",
+    "OPENAI_API_KEY",
+    "OPENROUTER_API_KEY",
+    "GROQ_API_KEY",
+    "DEEPSEEK_API_KEY",
+];
+
+fn without_provider_keys(command: &mut Command) {
+    for variable in PROVIDER_KEY_VARIABLES {
+        command.env_remove(variable);
+    }
+}
+
 /// How long to wait for the daemon to come up or go away.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -89,6 +105,7 @@ impl DaemonFixture {
         let mut command = Command::new(binary("reind"));
         command.env("REIN_HOME", self.home.path()).arg("--socket").arg(&self.socket);
         command.env_remove("REIN_SOCKET");
+        without_provider_keys(&mut command);
         command
     }
 
@@ -100,6 +117,7 @@ impl DaemonFixture {
             .env("REIN_SOCKET", &self.socket)
             .env("REIN_DAEMON_BIN", binary("reind"))
             .env("NO_COLOR", "1");
+        without_provider_keys(&mut command);
         command
     }
 

@@ -9,6 +9,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+/// Models tried, in order, when the configuration names no default: the first whose
+/// provider's API key variable is set is used, so setting one key is enough to start.
+pub const FALLBACK_MODELS: &[&str] =
+    &["anthropic/claude-sonnet-4-5", "openai/gpt-5", "openrouter/anthropic/claude-sonnet-4.5"];
+
 /// How the registry reads environment variables (replaceable in tests).
 pub type Environment = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
@@ -35,9 +40,9 @@ pub enum ResolveError {
         "`{0}` is not a model reference: write it as provider/model, e.g. anthropic/claude-sonnet-4-5"
     )]
     BadReference(String),
-    /// No model was named and the configuration has no default.
+    /// No model was named, the configuration has no default, and no provider key is set.
     #[error(
-        "no model chosen: pass one as provider/model or set `model = \"provider/model\"` in the config"
+        "no model chosen and no provider configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, or pass a model as provider/model, or set `model = \"provider/model\"` with a [providers.NAME] table in config.toml (see docs/config.md)"
     )]
     NoDefault,
     /// The provider is neither built in nor configured.
@@ -160,6 +165,21 @@ impl Registry {
         self.default_model.as_deref()
     }
 
+    /// The model used when none is named: the configured default, else the first of
+    /// [`FALLBACK_MODELS`] whose provider's API key variable is set.
+    pub fn effective_default_model(&self) -> Option<String> {
+        if let Some(model) = &self.default_model {
+            return Some(model.clone());
+        }
+        FALLBACK_MODELS.iter().find_map(|reference| {
+            let parsed = ModelRef::parse(reference)?;
+            let entry = self.entries.get(&parsed.provider)?;
+            let variable = entry.settings.api_key_env.as_ref()?;
+            let present = (self.environment)(variable).is_some_and(|v| !v.trim().is_empty());
+            present.then(|| reference.to_string())
+        })
+    }
+
     /// Names of every provider, built in or configured.
     pub fn provider_names(&self) -> Vec<&str> {
         self.entries.keys().map(String::as_str).collect()
@@ -177,7 +197,14 @@ impl Registry {
     /// ready to stream. Fails, naming what to set, when the provider is unknown or its API key
     /// variable is unset.
     pub fn resolve(&self, reference: Option<&str>) -> Result<ResolvedModel, ResolveError> {
-        let text = reference.or(self.default_model.as_deref()).ok_or(ResolveError::NoDefault)?;
+        let fallback;
+        let text = match reference {
+            Some(text) => text,
+            None => {
+                fallback = self.effective_default_model().ok_or(ResolveError::NoDefault)?;
+                fallback.as_str()
+            }
+        };
         let parsed =
             ModelRef::parse(text).ok_or_else(|| ResolveError::BadReference(text.to_string()))?;
         let entry = self.entry(&parsed.provider)?;
@@ -294,6 +321,26 @@ mod tests {
         assert!(err.contains("[providers.mine]") && err.contains("base_url"), "{err}");
         assert!(matches!(registry.resolve(Some("nomodel")), Err(ResolveError::BadReference(_))));
         assert!(matches!(registry.resolve(None), Err(ResolveError::NoDefault)));
+    }
+
+    #[test]
+    fn one_provider_key_is_enough_to_pick_a_default_model() {
+        let registry =
+            Registry::with_environment(ProvidersConfig::default(), env(&[("OPENAI_API_KEY", "k")]))
+                .unwrap();
+        assert_eq!(registry.effective_default_model().as_deref(), Some("openai/gpt-5"));
+        assert_eq!(registry.resolve(None).unwrap().info.id, "gpt-5");
+        let both = Registry::with_environment(
+            ProvidersConfig::default(),
+            env(&[("OPENAI_API_KEY", "k"), ("ANTHROPIC_API_KEY", "k")]),
+        )
+        .unwrap();
+        assert_eq!(both.effective_default_model().as_deref(), Some("anthropic/claude-sonnet-4-5"));
+        let configured =
+            ProvidersConfig { model: Some("ollama/qwen3".into()), ..Default::default() };
+        let registry =
+            Registry::with_environment(configured, env(&[("ANTHROPIC_API_KEY", "k")])).unwrap();
+        assert_eq!(registry.effective_default_model().as_deref(), Some("ollama/qwen3"));
     }
 
     #[test]

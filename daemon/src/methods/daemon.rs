@@ -78,7 +78,7 @@ pub async fn models(
 ) -> Result<ModelsResult, RpcError> {
     let registry = &connection.daemon.registry;
     Ok(ModelsResult {
-        default_model: registry.default_model().map(str::to_string),
+        default_model: registry.effective_default_model(),
         models: registry.models(),
     })
 }

@@ -49,10 +49,12 @@ impl UnusableModel {
 }
 
 impl ModelSlot {
-    /// Resolves `reference` (the registry's default when `None`). Never fails: an unusable
-    /// model is kept with its reason.
+    /// Resolves `reference` (the registry's default when `None`: the configured one, else the
+    /// first provider with an API key set). Never fails: an unusable model is kept with its
+    /// reason.
     pub(crate) fn resolve(registry: &Registry, reference: Option<&str>) -> Self {
-        let chosen = reference.or(registry.default_model());
+        let fallback = registry.effective_default_model();
+        let chosen = reference.or(fallback.as_deref());
         let text = chosen.unwrap_or_default().to_string();
         let parsed = ModelRef::parse(&text)
             .unwrap_or_else(|| ModelRef { provider: String::new(), model: text.clone() });
