@@ -8,11 +8,14 @@
 //! `REIN_FUZZ_WRITE_SEEDS=1 cargo test -p rein-testkit --test stress_fuzz_smoke` writes them
 //! into `fuzz/corpus/` (done once; the files are committed for cargo-fuzz to start from).
 
+mod stress_support;
+
 use rein_fuzz_harness::{TARGETS, run_target};
 use rein_testkit::fake_provider::encode::{self, WireFormat};
 use rein_testkit::fake_provider::{Reply, ScriptBlock, ScriptToolCall, ScriptUsage};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
+use stress_support::Rng;
 
 /// Mutations run per seed (a few seconds for the whole test in a debug build).
 const MUTATIONS_PER_SEED: usize = 48;
@@ -323,22 +326,6 @@ fn inputs_in(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     inputs
 }
 
-/// A small deterministic generator (xorshift64*), so a failing mutation can be replayed.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        if n == 0 { 0 } else { (self.next() % n as u64) as usize }
-    }
-}
-
 /// Bytes that matter to the parsers under test.
 const INTERESTING: &[&[u8]] = &[
     b"\n", b"\r\n", b"\n\n", b"\0", b"\"", b"{", b"}", b"[", b"]", b",", b":", b"\\u0000", b"\xff",
@@ -404,7 +391,7 @@ fn generated_seeds_are_committed_in_the_corpus() {
 #[test]
 fn corpus_regressions_and_mutations_pass_every_harness() {
     let scratch = scratch();
-    let mut rng = Rng(0x5eed_cafe_f00d_1234);
+    let mut rng = Rng::new(0x5eed_cafe_f00d_1234);
     let mut runs = 0;
     for target in TARGETS {
         let mut inputs: Vec<(String, Vec<u8>)> = seeds(target)
