@@ -37,8 +37,8 @@ step "ACP adapter and VS Code protocol client (node --test)"
 step "Neovim plugin (nvim --headless, $(nvim --version | head -n1))"
 node "$editors/testkit/with-daemon.mjs" "$editors/nvim/test/script.json" \
   --file "notes.txt=$editors/nvim/test/notes.txt" -- \
-  nvim --headless -u NONE -i NONE -n --cmd "set rtp+=$editors/nvim" \
-  -c "luafile $editors/nvim/test/e2e.lua" || failed+=("neovim")
+  timeout 300 nvim --headless -u NONE -i NONE -n --cmd "set rtp+=$editors/nvim" \
+  -c "luafile $editors/nvim/test/e2e.lua" </dev/null || failed+=("neovim")
 
 if [ "${#failed[@]}" -ne 0 ]; then
   printf '\neditor tests FAILED: %s\n' "${failed[*]}"
