@@ -1,6 +1,6 @@
 //! A session's history: branch, compact, export.
 
-use super::session;
+use super::{command, session};
 use crate::hub::coding_error;
 use crate::rpc_error::RpcError;
 use crate::server::dispatch::ConnectionContext;
@@ -14,9 +14,9 @@ pub async fn branch(
     params: BranchParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<BranchResult, RpcError> {
-    let loaded = session(&connection, &params.session_id).await?;
-    let _serial = loaded.command_lock.lock().await;
-    loaded.session.branch(params.entry_id.as_deref(), params.summarize).await.map_err(coding_error)
+    let BranchParams { session_id, entry_id, summarize } = params;
+    command(&connection, &session_id, async |s| s.branch(entry_id.as_deref(), summarize).await)
+        .await
 }
 
 /// `session/compact`.
@@ -24,9 +24,7 @@ pub async fn compact(
     params: CompactParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<CompactResult, RpcError> {
-    let loaded = session(&connection, &params.session_id).await?;
-    let _serial = loaded.command_lock.lock().await;
-    loaded.session.compact(params.instructions).await.map_err(coding_error)
+    command(&connection, &params.session_id, async |s| s.compact(params.instructions).await).await
 }
 
 /// `session/export`.

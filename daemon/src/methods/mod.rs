@@ -12,11 +12,12 @@ mod running;
 mod sessions;
 mod subscriptions;
 
-use crate::hub::LoadedSession;
+use crate::hub::{LoadedSession, coding_error};
 use crate::rpc_error::{RpcError, parse_params};
 use crate::server::dispatch::ConnectionContext;
 use jsonrpsee::{Extensions, Methods, RpcModule};
 use jsonrpsee_types::ErrorObjectOwned;
+use rein_coding::session::{CodingError, CodingSession};
 use rein_protocol::error::ErrorKind;
 use rein_protocol::method::names;
 use serde::Serialize;
@@ -119,6 +120,18 @@ fn connection(extensions: &Extensions) -> Result<Arc<ConnectionContext>, ErrorOb
         .get::<Arc<ConnectionContext>>()
         .cloned()
         .ok_or_else(|| RpcError::new(ErrorKind::Internal, "connection context missing").to_object())
+}
+
+/// Runs a command that changes a session: loads it, waits its turn behind the session's other
+/// commands, and maps a coding-layer failure onto the wire.
+async fn command<R>(
+    connection: &ConnectionContext,
+    session_id: &str,
+    run: impl AsyncFnOnce(&CodingSession) -> Result<R, CodingError>,
+) -> Result<R, RpcError> {
+    let loaded = session(connection, session_id).await?;
+    let _serial = loaded.command_lock.lock().await;
+    run(&loaded.session).await.map_err(coding_error)
 }
 
 /// The session named by a call, loading it on first use.

@@ -3,7 +3,7 @@
 //! `prompt`, `steer` and `follow_up` return at once; the run's progress arrives as events.
 //! `cancel`, `clear_queue` and `approval/respond` never wait behind other commands.
 
-use super::session;
+use super::{command, session};
 use crate::hub::coding_error;
 use crate::rpc_error::RpcError;
 use crate::server::dispatch::ConnectionContext;
@@ -34,9 +34,8 @@ pub async fn prompt(
     connection: Arc<ConnectionContext>,
 ) -> Result<PromptResult, RpcError> {
     check_images(&params.images)?;
-    let loaded = session(&connection, &params.session_id).await?;
-    let _serial = loaded.command_lock.lock().await;
-    loaded.session.prompt(params).await.map_err(coding_error)
+    let session_id = params.session_id.clone();
+    command(&connection, &session_id, async |s| s.prompt(params).await).await
 }
 
 /// `session/steer`.
@@ -94,9 +93,8 @@ pub async fn shell(
     if params.command.trim().is_empty() {
         return Err(RpcError::invalid_param("command", "command is empty"));
     }
-    let loaded = session(&connection, &params.session_id).await?;
-    let _serial = loaded.command_lock.lock().await;
-    loaded.session.shell(params.command, params.add_to_context).await.map_err(coding_error)
+    let ShellParams { session_id, command: line, add_to_context } = params;
+    command(&connection, &session_id, async |s| s.shell(line, add_to_context).await).await
 }
 
 /// `approval/respond`: the first answer wins; later ones get `approval_not_found`.

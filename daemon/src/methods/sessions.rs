@@ -1,7 +1,7 @@
 //! A session's life and settings: create, list, open, close, delete, fork, state, messages,
 //! tree, label, rename, model, thinking level, approval policy.
 
-use super::session;
+use super::{command, session};
 use crate::hub::coding_error;
 use crate::rpc_error::RpcError;
 use crate::server::dispatch::ConnectionContext;
@@ -113,9 +113,8 @@ pub async fn label(
     params: LabelParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<Ack, RpcError> {
-    let loaded = session(&connection, &params.session_id).await?;
-    let _serial = loaded.command_lock.lock().await;
-    loaded.session.label(&params.entry_id, params.label).await.map_err(coding_error)?;
+    let LabelParams { session_id, entry_id, label } = params;
+    command(&connection, &session_id, async |s| s.label(&entry_id, label).await).await?;
     Ok(Ack::ok())
 }
 
@@ -124,9 +123,7 @@ pub async fn rename(
     params: RenameParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<Ack, RpcError> {
-    let loaded = session(&connection, &params.session_id).await?;
-    let _serial = loaded.command_lock.lock().await;
-    loaded.session.rename(params.name).await.map_err(coding_error)?;
+    command(&connection, &params.session_id, async |s| s.rename(params.name).await).await?;
     Ok(Ack::ok())
 }
 
@@ -135,9 +132,7 @@ pub async fn set_model(
     params: SetModelParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<Ack, RpcError> {
-    let loaded = session(&connection, &params.session_id).await?;
-    let _serial = loaded.command_lock.lock().await;
-    loaded.session.set_model(&params.model).await.map_err(coding_error)?;
+    command(&connection, &params.session_id, async |s| s.set_model(&params.model).await).await?;
     Ok(Ack::ok())
 }
 
@@ -146,9 +141,7 @@ pub async fn set_thinking(
     params: SetThinkingParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<Ack, RpcError> {
-    let loaded = session(&connection, &params.session_id).await?;
-    let _serial = loaded.command_lock.lock().await;
-    loaded.session.set_thinking(params.level).await.map_err(coding_error)?;
+    command(&connection, &params.session_id, async |s| s.set_thinking(params.level).await).await?;
     Ok(Ack::ok())
 }
 
@@ -157,8 +150,7 @@ pub async fn set_approval_policy(
     params: SetApprovalPolicyParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<Ack, RpcError> {
-    let loaded = session(&connection, &params.session_id).await?;
-    let _serial = loaded.command_lock.lock().await;
-    loaded.session.set_approval_policy(params.policy).await.map_err(coding_error)?;
+    let policy = params.policy;
+    command(&connection, &params.session_id, async |s| s.set_approval_policy(policy).await).await?;
     Ok(Ack::ok())
 }
