@@ -189,6 +189,13 @@ test("initialize, new session, a permission round trip, cancel, modes and load",
       prompt: [{ type: "text", text: "Sleep again." }],
     });
     assert.equal((await cancelled).stopReason, "cancelled");
+    // The call the cancel interrupted does not stay pending in the editor.
+    const calls = editor.updates.filter((u) => u.update.sessionUpdate === "tool_call");
+    const sleepId = calls[calls.length - 1].update.toolCallId;
+    const sleepStatuses = editor.updates
+      .filter((u) => u.update.toolCallId === sleepId && u.update.status)
+      .map((u) => u.update.status);
+    assert.equal(sleepStatuses[sleepStatuses.length - 1], "failed", sleepStatuses.join(","));
 
     // A prompt from another client shows up in the editor; the editor's own prompts do not
     // come back to it.

@@ -292,7 +292,11 @@ impl Agent {
                 json!({"session_id": session_id, "text": input.text, "images": input.images,
                     "when_busy": "follow_up"}),
             )
-            .await?;
+            .await
+            .inspect_err(|_| {
+                // It never reached the session, so it will not come back to be claimed.
+                lock_prompts(&followed.own_prompts).claim(&input.text);
+            })?;
         let run_id = str_param(&started, "run_id")
             .map_err(|_| AcpError::internal("session/prompt returned no run_id"))?;
         let ended = lock_runs(&followed.runs).wait(run_id);
@@ -503,7 +507,13 @@ async fn forward_events(
                         agent.approval_resolved(&request_id);
                     }
                 }
-                Translated::RunEnded { run_id, stop_reason, error } => {
+                Translated::RunEnded { run_id, stop_reason, error, closing } => {
+                    for update in closing {
+                        peer.notify(
+                            "session/update",
+                            json!({"sessionId": session_id, "update": update}),
+                        );
+                    }
                     // Usage goes first, so the editor has it when the prompt is answered.
                     match client.call("session/state", json!({"session_id": session_id})).await {
                         Ok(state) => match serde_json::from_value::<SessionState>(state) {

@@ -220,13 +220,16 @@ pub enum Translated {
         stop_reason: Option<&'static str>,
         /// What went wrong, when it failed.
         error: Option<String>,
+        /// Updates that mark the run's unfinished tool calls `failed`, so none stays pending
+        /// in the editor.
+        closing: Vec<Value>,
     },
 }
 
 /// Translates the live event stream of one session.
 #[derive(Debug, Default)]
 pub struct Translator {
-    /// Output printed so far by each running tool call.
+    /// Tool calls announced and not finished, with the output each has printed so far.
     tool_output: HashMap<String, String>,
     /// The stop reason of the last assistant message.
     last_stop: Option<StopReason>,
@@ -248,7 +251,10 @@ impl Translator {
                 AssistantDelta::ThinkingDelta { delta, .. } => {
                     vec![chunk("agent_thought_chunk", json!({"type": "text", "text": delta}))]
                 }
-                AssistantDelta::ToolCallEnd { call, .. } => vec![tool_call_update(call)],
+                AssistantDelta::ToolCallEnd { call, .. } => {
+                    self.tool_output.insert(call.id.clone(), String::new());
+                    vec![tool_call_update(call)]
+                }
                 _ => Vec::new(),
             },
             SessionEvent::MessageStart { message: message @ Message::User(user) } => {
@@ -306,13 +312,27 @@ impl Translator {
                 Vec::new()
             }
             SessionEvent::AgentEnd { run_id, reason, error, .. } => {
-                self.tool_output.clear();
+                let mut unfinished: Vec<String> =
+                    self.tool_output.drain().map(|(id, _)| id).collect();
+                unfinished.sort();
+                let closing = unfinished
+                    .into_iter()
+                    .map(|id| {
+                        json!({"sessionUpdate": "tool_call_update", "toolCallId": id,
+                            "status": "failed"})
+                    })
+                    .collect();
                 let stop_reason = stop_reason(*reason, self.last_stop);
                 let error = match stop_reason {
                     Some(_) => None,
                     None => Some(error.clone().unwrap_or_else(|| format!("run ended: {reason:?}"))),
                 };
-                return Translated::RunEnded { run_id: run_id.clone(), stop_reason, error };
+                return Translated::RunEnded {
+                    run_id: run_id.clone(),
+                    stop_reason,
+                    error,
+                    closing,
+                };
             }
             _ => Vec::new(),
         };
@@ -411,6 +431,35 @@ mod tests {
         let Translated::Updates(updates) = translator.translate(&done) else { panic!() };
         assert_eq!(updates[0]["status"], "failed");
         assert_eq!(updates[0]["content"][0]["content"]["text"], "exit 1");
+    }
+
+    #[test]
+    fn tool_calls_left_unfinished_by_a_run_end_are_marked_failed() {
+        let mut translator = Translator::new();
+        for id in ["c2", "c1"] {
+            let end: SessionEvent = serde_json::from_value(json!({"kind": "message_update",
+                "delta": {"type": "tool_call_end", "index": 0,
+                    "call": {"id": id, "name": "bash", "arguments": {"command": "sleep 9"}}}}))
+            .unwrap();
+            translator.translate(&end);
+        }
+        let done = SessionEvent::ToolExecutionEnd {
+            tool_call_id: "c1".into(),
+            tool_name: "bash".into(),
+            result: result("c1", "ok", false),
+        };
+        translator.translate(&done);
+        let end: SessionEvent = serde_json::from_value(json!({"kind": "agent_end",
+            "run_id": "r1", "reason": "cancelled", "usage": {}, "turns": 1}))
+        .unwrap();
+        match translator.translate(&end) {
+            Translated::RunEnded { closing, .. } => assert_eq!(
+                closing,
+                vec![json!({"sessionUpdate": "tool_call_update", "toolCallId": "c2",
+                    "status": "failed"})]
+            ),
+            other => panic!("unexpected {other:?}"),
+        }
     }
 
     #[test]
