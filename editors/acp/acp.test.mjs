@@ -224,6 +224,14 @@ test("initialize, new session, a permission round trip, cancel, modes and load",
     assert.equal(level.currentValue, "high");
     const after = await watcher.call("session/state", { session_id: sessionId });
     assert.equal(after.thinking_level, "high");
+    // A change from another client reaches the editor as a config_option_update.
+    await watcher.call("session/set_thinking", { session_id: sessionId, level: "low" });
+    const levelNow = () =>
+      editor.updates
+        .filter((u) => u.update.sessionUpdate === "config_option_update")
+        .map((u) => u.update.configOptions.find((o) => o.id === "thought_level").currentValue)
+        .pop();
+    await until(() => levelNow() === "low", "the thinking level update");
     await assert.rejects(
       ctx.request(methods.agent.session.setConfigOption, {
         sessionId,

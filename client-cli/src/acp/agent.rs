@@ -502,6 +502,17 @@ async fn forward_events(
                         }
                     }
                 }
+                Translated::SettingsChanged => {
+                    match config_options(&mut client, &session_id).await {
+                        Ok(options) => peer.notify(
+                            "session/update",
+                            json!({"sessionId": session_id, "update": {
+                                "sessionUpdate": "config_option_update",
+                                "configOptions": options}}),
+                        ),
+                        Err(error) => tracing::debug!("no config options to update: {error}"),
+                    }
+                }
                 Translated::ApprovalResolved { request_id } => {
                     if let Some(agent) = agent.upgrade() {
                         agent.approval_resolved(&request_id);
@@ -545,6 +556,17 @@ async fn forward_events(
             _ => {}
         }
     }
+}
+
+/// The session's config options as they are now, read on the event connection.
+async fn config_options(client: &mut Client, session_id: &str) -> Result<Value, ClientError> {
+    let state = client.call("session/state", json!({"session_id": session_id})).await?;
+    let models = client.call("models/list", json!({})).await?;
+    let state: SessionState = serde_json::from_value(state)
+        .map_err(|error| ClientError::InvalidMessage(error.to_string()))?;
+    let models: ModelsResult = serde_json::from_value(models)
+        .map_err(|error| ClientError::InvalidMessage(error.to_string()))?;
+    Ok(modes::config_options(&state, &models.models))
 }
 
 /// Subscribes again from the session's current state after events were lost. Prompts whose

@@ -212,6 +212,8 @@ pub enum Translated {
         /// The `user_message_chunk` updates that show it.
         updates: Vec<Value>,
     },
+    /// The session's model or thinking level changed: the editor's config options are stale.
+    SettingsChanged,
     /// A run ended.
     RunEnded {
         /// The run.
@@ -270,6 +272,9 @@ impl Translator {
             }
             SessionEvent::ApprovalResolved { request_id, .. } => {
                 return Translated::ApprovalResolved { request_id: request_id.clone() };
+            }
+            SessionEvent::ModelChanged { .. } | SessionEvent::ThinkingLevelChanged { .. } => {
+                return Translated::SettingsChanged;
             }
             SessionEvent::MessageEnd { message: Message::Assistant(message) } => {
                 self.last_stop = Some(message.stop_reason);
@@ -507,6 +512,10 @@ mod tests {
             translator.translate(&resolved),
             Translated::ApprovalResolved { request_id: "ap-3".into() }
         );
+        let level: SessionEvent =
+            serde_json::from_value(json!({"kind": "thinking_level_changed", "level": "high"}))
+                .unwrap();
+        assert_eq!(translator.translate(&level), Translated::SettingsChanged);
     }
 
     #[test]
