@@ -85,6 +85,20 @@ local function main()
     end)
   end)
 
+  check("a steer reaches the session and its answer streams in", function()
+    wait_for("the session to settle", function()
+      return not rein.status().running
+    end)
+    rein.prompt("Say hi.")
+    vim.cmd("ReinSteer Also say bye.")
+    wait_for("the steered answer", function()
+      return chat.text():find("Bye.", 1, true) ~= nil
+    end)
+    local text = chat.text()
+    assert(text:find("## You\nAlso say bye.", 1, true), text)
+    assert(text:find("Hi.", 1, true), text)
+  end)
+
   check("picking a session attaches and shows its history", function()
     local session_id = rein.status().session_id
     rein.stop()
