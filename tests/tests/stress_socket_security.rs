@@ -1,0 +1,93 @@
+//! The socket's security through the real `reind`: the run directory is 0700 and the socket
+//! 0600, and even with both opened up by hand, a client running as another user is refused
+//! by the peer-credential check (its connection closes without an answer) while a client of
+//! our own user is served.
+//!
+//! The other-user part needs root (to start a process as `nobody`); elsewhere it says so and
+//! checks only the modes. The other-user client is this test binary started again with
+//! `REIN_PEER_CHILD_SOCKET` set, running [`child_connects_and_reports`].
+
+mod stress_support;
+
+use rein_testkit::daemon::DaemonFixture;
+use serde_json::json;
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::time::Duration;
+use stress_support::Client;
+
+/// The uid and gid of `nobody`.
+const NOBODY: u32 = 65534;
+
+/// Run as the child: connect, send `daemon/info`, print what came back (or `closed`).
+#[test]
+fn child_connects_and_reports() {
+    let Some(socket) = std::env::var_os("REIN_PEER_CHILD_SOCKET") else { return };
+    let outcome = match UnixStream::connect(&socket) {
+        Err(error) => format!("connect-failed: {error}"),
+        Ok(mut stream) => {
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+            let request = json!({"jsonrpc": "2.0", "id": 1, "method": "daemon/info"});
+            let _ = stream.write_all(format!("{request}\n").as_bytes());
+            let mut line = String::new();
+            match BufReader::new(stream).read_line(&mut line) {
+                // The daemon drops the connection unread, which may arrive as a reset.
+                Ok(0) => "closed".to_string(),
+                Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => {
+                    "closed".to_string()
+                }
+                Ok(_) => format!("answered: {}", line.trim()),
+                Err(error) => format!("read-failed: {error}"),
+            }
+        }
+    };
+    println!("PEER-OUTCOME {outcome}");
+}
+
+fn mode(path: &std::path::Path) -> u32 {
+    std::fs::metadata(path).map(|m| m.permissions().mode() & 0o777).unwrap_or(0)
+}
+
+#[test]
+fn the_socket_is_private_and_other_users_are_refused() {
+    let daemon = DaemonFixture::start();
+    let run_dir = daemon.socket().parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+    assert_eq!(mode(&run_dir), 0o700, "run directory mode");
+    assert_eq!(mode(daemon.socket()), 0o600, "socket mode");
+
+    let root = std::fs::metadata(daemon.socket()).map(|m| m.uid()).unwrap_or(1) == 0;
+    if !root {
+        println!("not root: the other-user check needs root to start a process as nobody");
+        return;
+    }
+    // Open the way by hand, so only the peer-credential check stands between them.
+    for dir in [daemon.home(), run_dir.as_path()] {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711)).unwrap_or_default();
+    }
+    std::fs::set_permissions(daemon.socket(), std::fs::Permissions::from_mode(0o666))
+        .unwrap_or_default();
+
+    let exe = std::env::current_exe().unwrap_or_default();
+    let output = Command::new(exe)
+        .args(["--exact", "child_connects_and_reports", "--nocapture", "--test-threads=1"])
+        .env("REIN_PEER_CHILD_SOCKET", daemon.socket())
+        .uid(NOBODY)
+        .gid(NOBODY)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot start the other-user client: {e}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let outcome = stdout
+        .lines()
+        .find_map(|line| line.split_once("PEER-OUTCOME ").map(|(_, outcome)| outcome))
+        .unwrap_or_else(|| panic!("the child reported nothing: {stdout} {output:?}"))
+        .to_string();
+    assert_eq!(outcome, "closed", "another user's client got through");
+
+    // Our own user is still served.
+    let mut own = Client::connect(daemon.socket(), "owner");
+    let info = own.call_ok("daemon/info", json!({}));
+    assert_eq!(info["protocol_version"], "1.0");
+}
