@@ -25,12 +25,13 @@ pub mod translate;
 use crate::client::ClientError;
 use crate::commands::exit;
 use agent::Agent;
-use peer::{AcpError, Peer};
+use peer::{AcpError, Outgoing, Peer};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
+use tokio::task::JoinSet;
 
 /// What one line from the editor is.
 #[derive(Debug, Clone, PartialEq)]
@@ -70,12 +71,13 @@ pub fn classify(line: &str) -> Incoming {
     }
 }
 
-/// Serves ACP on stdin and stdout until the editor closes stdin.
+/// Serves ACP on stdin and stdout until the editor closes stdin; then answers the requests
+/// still in flight and exits.
 pub async fn run(socket: &Path) -> Result<u8, ClientError> {
-    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<String>();
+    let (out_tx, mut out_rx) = mpsc::unbounded_channel::<Outgoing>();
     let writer = tokio::spawn(async move {
         let mut stdout = tokio::io::stdout();
-        while let Some(line) = out_rx.recv().await {
+        while let Some(Outgoing::Line(line)) = out_rx.recv().await {
             let written = async {
                 stdout.write_all(line.as_bytes()).await?;
                 stdout.write_all(b"\n").await?;
@@ -90,7 +92,9 @@ pub async fn run(socket: &Path) -> Result<u8, ClientError> {
     let peer = Arc::new(Peer::new(out_tx));
     let agent = Arc::new(Agent::connect(socket, Arc::clone(&peer)).await?);
     let mut lines = BufReader::new(tokio::io::stdin()).lines();
+    let mut requests = JoinSet::new();
     while let Some(line) = lines.next_line().await? {
+        while requests.try_join_next().is_some() {}
         if line.trim().is_empty() {
             continue;
         }
@@ -98,7 +102,7 @@ pub async fn run(socket: &Path) -> Result<u8, ClientError> {
             Incoming::Request(id, method, params) => {
                 let agent = Arc::clone(&agent);
                 let peer = Arc::clone(&peer);
-                tokio::spawn(async move {
+                requests.spawn(async move {
                     let result = agent.handle_request(&method, params).await;
                     peer.respond(id, result);
                 });
@@ -111,9 +115,11 @@ pub async fn run(socket: &Path) -> Result<u8, ClientError> {
             Incoming::Invalid(error) => peer.respond(Value::Null, Err(error)),
         }
     }
-    drop(agent);
-    drop(peer);
-    writer.abort();
+    while requests.join_next().await.is_some() {}
+    peer.finish();
+    if let Err(error) = writer.await {
+        tracing::warn!("the output writer failed: {error}");
+    }
     Ok(exit::OK)
 }
 

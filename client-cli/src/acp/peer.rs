@@ -56,6 +56,15 @@ impl From<ClientError> for AcpError {
     }
 }
 
+/// What the writer of stdout receives.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outgoing {
+    /// One JSON-RPC message, without its newline.
+    Line(String),
+    /// Everything has been sent; the writer flushes and stops.
+    End,
+}
+
 /// The answer to a request sent to the editor.
 #[derive(Debug)]
 pub struct PendingAnswer(oneshot::Receiver<Result<Value, AcpError>>);
@@ -71,21 +80,26 @@ impl PendingAnswer {
 /// channel, so updates sent before a response reach the editor before it.
 #[derive(Debug)]
 pub struct Peer {
-    out: mpsc::UnboundedSender<String>,
+    out: mpsc::UnboundedSender<Outgoing>,
     next_id: AtomicU64,
     pending: Mutex<HashMap<u64, oneshot::Sender<Result<Value, AcpError>>>>,
 }
 
 impl Peer {
     /// A peer writing its lines into `out`.
-    pub fn new(out: mpsc::UnboundedSender<String>) -> Self {
+    pub fn new(out: mpsc::UnboundedSender<Outgoing>) -> Self {
         Self { out, next_id: AtomicU64::new(1), pending: Mutex::new(HashMap::new()) }
     }
 
     fn send(&self, message: Value) {
-        if self.out.send(message.to_string()).is_err() {
+        if self.out.send(Outgoing::Line(message.to_string())).is_err() {
             tracing::debug!("the editor's output is closed");
         }
+    }
+
+    /// Tells the writer that nothing more comes after what was sent so far.
+    pub fn finish(&self) {
+        let _ = self.out.send(Outgoing::End);
     }
 
     /// Sends a notification.
@@ -153,6 +167,13 @@ impl Peer {
 mod tests {
     use super::*;
 
+    fn line(outgoing: Outgoing) -> Value {
+        match outgoing {
+            Outgoing::Line(text) => serde_json::from_str(&text).unwrap(),
+            Outgoing::End => panic!("unexpected end"),
+        }
+    }
+
     #[tokio::test]
     async fn requests_are_matched_to_their_responses() {
         let (tx, mut rx) = mpsc::unbounded_channel();
@@ -161,7 +182,7 @@ mod tests {
             let peer = peer.clone();
             async move { peer.request("session/request_permission", json!({"a": 1})).await }
         });
-        let sent: Value = serde_json::from_str(&rx.recv().await.unwrap()).unwrap();
+        let sent: Value = line(rx.recv().await.unwrap());
         assert_eq!(sent["method"], "session/request_permission");
         peer.resolve(json!({"jsonrpc": "2.0", "id": sent["id"], "result": {"ok": 1}}));
         assert_eq!(asking.await.unwrap().unwrap(), json!({"ok": 1}));
@@ -170,7 +191,7 @@ mod tests {
             let peer = peer.clone();
             async move { peer.request("x", json!({})).await }
         });
-        let sent: Value = serde_json::from_str(&rx.recv().await.unwrap()).unwrap();
+        let sent: Value = line(rx.recv().await.unwrap());
         peer.resolve(json!({"id": sent["id"], "error": {"code": -1, "message": "no"}}));
         assert_eq!(failing.await.unwrap().unwrap_err().message, "no");
     }
@@ -182,7 +203,7 @@ mod tests {
         let (id, answer) = peer.start_request("session/request_permission", json!({}));
         rx.try_recv().unwrap();
         peer.cancel_request(id);
-        let cancel: Value = serde_json::from_str(&rx.try_recv().unwrap()).unwrap();
+        let cancel: Value = line(rx.try_recv().unwrap());
         assert_eq!(cancel["method"], "$/cancel_request");
         assert_eq!(cancel["params"]["requestId"], id);
         peer.resolve(json!({"id": id, "error": {"code": -32800, "message": "cancelled"}}));
@@ -195,10 +216,12 @@ mod tests {
         let peer = Peer::new(tx);
         peer.respond(json!(3), Ok(json!({})));
         peer.respond(json!("a"), Err(AcpError::invalid_params("bad cwd")));
-        let ok: Value = serde_json::from_str(&rx.try_recv().unwrap()).unwrap();
-        let err: Value = serde_json::from_str(&rx.try_recv().unwrap()).unwrap();
+        let ok: Value = line(rx.try_recv().unwrap());
+        let err: Value = line(rx.try_recv().unwrap());
         assert_eq!(ok["id"], 3);
         assert_eq!(err["error"]["code"], -32602);
         assert_eq!(err["error"]["message"], "bad cwd");
+        peer.finish();
+        assert_eq!(rx.try_recv().unwrap(), Outgoing::End);
     }
 }
