@@ -140,7 +140,8 @@ export function activate(context: vscode.ExtensionContext): void {
     vscode.commands.registerCommand(
       "rein.steer",
       command(async () => {
-        const target = await currentSession();
+        if (!session) throw new Error("no session is attached; prompt or attach first.");
+        const target = session;
         const text = await vscode.window.showInputBox({ prompt: "Steer the running run" });
         if (text) await target.steer(text);
       }),
