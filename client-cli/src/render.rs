@@ -180,6 +180,13 @@ impl Renderer {
             SessionEvent::ThinkingLevelChanged { level } => {
                 self.line(&mut out, Paint::Notice, &format!("thinking: {}", level.as_str()));
             }
+            SessionEvent::ApprovalPolicyChanged { policy } => {
+                self.line(
+                    &mut out,
+                    Paint::Notice,
+                    &format!("approval policy: {}", policy.as_str()),
+                );
+            }
             SessionEvent::QueueChanged { queues } if self.options.interactive => {
                 let (steering, follow_up) = (queues.steering.len(), queues.follow_up.len());
                 if steering + follow_up > 0 {

@@ -6,6 +6,7 @@
 
 use crate::entry::SessionEntry;
 use crate::message::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage, Usage};
+use crate::method::ApprovalPolicy;
 use crate::model::{ModelRef, ThinkingLevel};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -317,6 +318,11 @@ pub enum SessionEvent {
         /// The entry.
         entry: SessionEntry,
     },
+    /// The session's approval policy changed (`session/set_approval_policy`).
+    ApprovalPolicyChanged {
+        /// The new policy.
+        policy: ApprovalPolicy,
+    },
     /// The active leaf moved (branching).
     LeafChanged {
         /// The new leaf.
@@ -510,6 +516,7 @@ mod tests {
                 model: ModelRef { provider: "p".into(), model: "m".into() },
             },
             SessionEvent::ThinkingLevelChanged { level: ThinkingLevel::Low },
+            SessionEvent::ApprovalPolicyChanged { policy: ApprovalPolicy::AutoEdit },
             SessionEvent::LeafChanged { leaf_id: Some("e".into()) },
             SessionEvent::ShellStart { shell_id: "s".into(), command: "ls".into() },
             SessionEvent::ShellOutput { shell_id: "s".into(), chunk: "x".into() },

@@ -209,6 +209,14 @@ fn an_approval_is_answered_by_a_second_client() {
     assert_eq!(resolved["event"]["resolved_by"], "editor");
     assert_eq!(end_reason(&events), "completed");
     assert_eq!(std::fs::read_to_string(target).unwrap(), "hello");
+
+    // A policy change by one client reaches the others.
+    let policy = json!({"session_id": session, "policy": "yolo"});
+    prompter.call_ok(5, "session/set_approval_policy", policy);
+    let changed = approver.events_until("approval_policy_changed").pop().unwrap();
+    assert_eq!(changed["event"]["policy"], "yolo");
+    let state = approver.call_ok(6, "session/state", json!({"session_id": session}));
+    assert_eq!(state["approval_policy"], "yolo");
 }
 
 #[test]

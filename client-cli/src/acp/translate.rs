@@ -273,7 +273,9 @@ impl Translator {
             SessionEvent::ApprovalResolved { request_id, .. } => {
                 return Translated::ApprovalResolved { request_id: request_id.clone() };
             }
-            SessionEvent::ModelChanged { .. } | SessionEvent::ThinkingLevelChanged { .. } => {
+            SessionEvent::ModelChanged { .. }
+            | SessionEvent::ThinkingLevelChanged { .. }
+            | SessionEvent::ApprovalPolicyChanged { .. } => {
                 return Translated::SettingsChanged;
             }
             SessionEvent::MessageEnd { message: Message::Assistant(message) } => {

@@ -588,6 +588,7 @@ pub fn session_events() -> Vec<SessionEvent> {
         },
         SessionEvent::ModelChanged { model: model_ref() },
         SessionEvent::ThinkingLevelChanged { level: ThinkingLevel::High },
+        SessionEvent::ApprovalPolicyChanged { policy: ApprovalPolicy::AutoEdit },
         SessionEvent::EntryAppended { entry: assistant_entry() },
         SessionEvent::LeafChanged { leaf_id: Some("a1b2c3d4".into()) },
         SessionEvent::ShellStart {

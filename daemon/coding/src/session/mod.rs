@@ -530,6 +530,7 @@ impl CodingSession {
     /// Changes the approval policy; it applies to the next tool call.
     pub async fn set_approval_policy(&self, policy: ApprovalPolicy) -> Result<(), CodingError> {
         *lock(&self.policy) = policy;
+        self.emit(SessionEvent::ApprovalPolicyChanged { policy });
         Ok(())
     }
 
