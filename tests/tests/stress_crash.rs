@@ -28,20 +28,25 @@ use stress_support::{Client, Rng, assert_calls_answered_once, event_envelope};
 const CI_KILLS: usize = 5;
 /// Sessions the campaign keeps going at most.
 const MAX_SESSIONS: usize = 4;
-/// The longest wait before a kill, in milliseconds.
-const MAX_KILL_DELAY_MS: usize = 900;
+/// The longest wait before a kill during a run, in milliseconds (a run lasts about 1.5 s).
+const MAX_KILL_DELAY_MS: usize = 1500;
+/// The longest wait before a kill during a compaction (its one request is shorter).
+const MAX_COMPACT_KILL_DELAY_MS: usize = 400;
 
 /// One cycle of the scripted model: a shell call, a file write, then a slowly streamed answer
 /// (so a random kill often lands inside each). Any prompt completes within one cycle.
 fn cycle() -> Vec<Reply> {
-    let bash = Reply::tool_call(
+    // Every reply streams slowly, so a compaction's summary request (which takes whichever
+    // reply comes next) lasts long enough to be killed too.
+    let slow = |reply: Reply| Reply { delay_ms: Some(10), ..reply };
+    let bash = slow(Reply::tool_call(
         "bash",
         json!({"command": "sleep 0.15; echo step >> steps.log; cat steps.log | wc -l"}),
-    );
-    let write = Reply::tool_call(
+    ));
+    let write = slow(Reply::tool_call(
         "write",
         json!({"path": "notes/progress.md", "content": "# progress\n\nstill going\n".repeat(20)}),
-    );
+    ));
     let answer = Reply {
         delay_ms: Some(15),
         delta_size: Some(6),
@@ -212,7 +217,8 @@ fn sigkill_at_random_moments_loses_no_acknowledged_entry() {
         };
         let mut compact_pending = compact;
         let mut phase = Phase::default();
-        let kill_at = Instant::now() + Duration::from_millis(rng.below(MAX_KILL_DELAY_MS) as u64);
+        let longest = if compact { MAX_COMPACT_KILL_DELAY_MS } else { MAX_KILL_DELAY_MS };
+        let kill_at = Instant::now() + Duration::from_millis(rng.below(longest) as u64);
         loop {
             let left = kill_at.saturating_duration_since(Instant::now());
             if left.is_zero() {
