@@ -87,11 +87,22 @@ fn info_errors_and_graceful_shutdown() {
     let mut watcher = daemon.connect();
     let response = watcher.call(1, "daemon/subscribe", json!({}));
     let subscription = response["result"].as_str().unwrap().to_string();
-    // Unsubscribing by name works, and a second subscription takes its place.
+    // Unsubscribing by name works, even straight after subscribing, and only with the method of
+    // the subscription's family; a second subscription takes its place.
+    let wrong = watcher.call(2, "session/unsubscribe", json!({"subscription": subscription}));
+    assert_eq!(wrong["result"], false, "{wrong}");
     let response = watcher.call(2, "daemon/unsubscribe", json!({"subscription": subscription}));
     assert_eq!(response["result"], true, "{response}");
     let response = watcher.call(3, "daemon/unsubscribe", json!({"subscription": subscription}));
     assert_eq!(response["result"], false, "{response}");
+    for round in 0..50 {
+        let id = 100 + 2 * round;
+        let sub = watcher.call(id, "daemon/subscribe", json!({}))["result"].clone();
+        let ended = watcher.call(id + 1, "daemon/unsubscribe", json!({"subscription": sub}));
+        assert_eq!(ended["result"], true, "round {round}: {ended}");
+    }
+    let missing = watcher.call(5, "daemon/unsubscribe", json!({}));
+    assert_eq!(error_kind(&missing), "invalid_params");
     let response = watcher.call(4, "daemon/subscribe", json!({}));
     let subscription = response["result"].as_str().unwrap().to_string();
 

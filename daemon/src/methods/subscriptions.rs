@@ -11,7 +11,7 @@ use crate::rpc_error::parse_params;
 use jsonrpsee::{Extensions, PendingSubscriptionSink, SubscriptionMessage};
 use jsonrpsee_types::Params;
 use rein_protocol::event::SubscriptionItem;
-use rein_protocol::method::{Empty, SubscribeParams};
+use rein_protocol::method::{Empty, SubscribeParams, names};
 use std::sync::Arc;
 use tokio::sync::broadcast::error::RecvError;
 
@@ -30,10 +30,13 @@ pub async fn daemon_events(
         return pending.reject(error).await;
     }
     let mut events = connection.daemon.events.subscribe();
+    let guard =
+        connection.track_subscription(&pending.subscription_id(), names::DAEMON_UNSUBSCRIBE);
     let Ok(sink) = pending.accept().await else { return };
     loop {
         tokio::select! {
             () = sink.closed() => break,
+            () = guard.cancelled() => break,
             event = events.recv() => match event {
                 Ok(event) => {
                     let Ok(message) = serde_json::value::to_raw_value(&event) else { continue };
@@ -71,11 +74,14 @@ pub async fn session_events(
     };
     let can_approve = connection.client.lock().map(|c| c.capabilities.approvals).unwrap_or(false);
     let mut items = loaded.events.subscribe(params.after_seq);
+    let guard =
+        connection.track_subscription(&pending.subscription_id(), names::SESSION_UNSUBSCRIBE);
     let Ok(sink) = pending.accept().await else { return };
     let _approver = can_approve.then(|| loaded.add_approver());
     loop {
         tokio::select! {
             () = sink.closed() => break,
+            () = guard.cancelled() => break,
             item = items.recv() => {
                 let Some(item) = item else { break };
                 let last = !matches!(item, SubscriptionItem::Event(_));

@@ -17,9 +17,12 @@ use jsonrpsee_types::{Id, Params, Request, SubscriptionId};
 use rein_protocol::codec::Frame;
 use rein_protocol::error::ErrorKind;
 use rein_protocol::method::ClientCapabilities;
+use rein_protocol::method::names;
 use serde_json::Value;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
 
 /// Largest response a method may produce.
 const MAX_RESPONSE_BYTES: usize = 64 * 1024 * 1024;
@@ -48,6 +51,37 @@ pub struct ConnectionContext {
     sink: MethodSink,
     subscriptions: BoundedSubscriptions,
     subscription_ids: SequentialIds,
+    active: Mutex<HashMap<String, ActiveSubscription>>,
+}
+
+/// A subscription this connection holds: which unsubscribe method ends it, and how.
+#[derive(Debug)]
+struct ActiveSubscription {
+    unsubscribe_method: &'static str,
+    cancel: CancellationToken,
+}
+
+/// Keeps a subscription listed while its handler runs; unlists it when dropped.
+#[derive(Debug)]
+pub struct SubscriptionGuard {
+    context: Arc<ConnectionContext>,
+    id: String,
+    cancel: CancellationToken,
+}
+
+impl SubscriptionGuard {
+    /// Fires when the client unsubscribes.
+    pub fn cancelled(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
+        self.cancel.cancelled()
+    }
+}
+
+impl Drop for SubscriptionGuard {
+    fn drop(&mut self) {
+        if let Ok(mut active) = self.context.active.lock() {
+            active.remove(&self.id);
+        }
+    }
 }
 
 impl ConnectionContext {
@@ -67,6 +101,39 @@ impl ConnectionContext {
             sink,
             subscriptions,
             subscription_ids: SequentialIds::default(),
+            active: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Lists a subscription before it is accepted, so an unsubscribe sent right after the
+    /// subscribe's answer always finds it. `unsubscribe_method` is the method that may end it.
+    pub fn track_subscription(
+        self: &Arc<Self>,
+        id: &SubscriptionId<'_>,
+        unsubscribe_method: &'static str,
+    ) -> SubscriptionGuard {
+        let id = subscription_key(id);
+        let cancel = CancellationToken::new();
+        if let Ok(mut active) = self.active.lock() {
+            active.insert(
+                id.clone(),
+                ActiveSubscription { unsubscribe_method, cancel: cancel.clone() },
+            );
+        }
+        SubscriptionGuard { context: self.clone(), id, cancel }
+    }
+
+    /// Ends a subscription of this connection; false when there is no such subscription for
+    /// this unsubscribe method.
+    fn unsubscribe(&self, id: &str, method: &str) -> bool {
+        let Ok(mut active) = self.active.lock() else { return false };
+        match active.get(id) {
+            Some(subscription) if subscription.unsubscribe_method == method => {
+                subscription.cancel.cancel();
+                active.remove(id);
+                true
+            }
+            _ => false,
         }
     }
 
@@ -216,6 +283,9 @@ async fn run_method(
     let mut extensions = Extensions::new();
     extensions.insert(context.clone());
     let connection = ConnectionId(context.id);
+    if method == names::DAEMON_UNSUBSCRIBE || method == names::SESSION_UNSUBSCRIBE {
+        return Some(unsubscribe(id, params.as_str(), &method, context));
+    }
     match context.methods.method(&method) {
         None => {
             let error =
@@ -252,25 +322,42 @@ async fn run_method(
             None
         }
         Some(MethodCallback::Unsubscription(callback)) => {
-            // The protocol names the param (`{"subscription": id}`); jsonrpsee's handler reads
-            // it by position.
-            let positional = unsubscribe_params(params.as_str());
-            let params = Params::new(positional.as_deref());
             Some((callback)(id, params, connection, MAX_RESPONSE_BYTES, extensions))
         }
     }
 }
 
-/// Rewrites `{"subscription": id}` as `[id]`; anything else passes through unchanged (and is
-/// then refused by the handler).
-fn unsubscribe_params(raw: Option<&str>) -> Option<String> {
-    let text = raw?;
-    match serde_json::from_str::<Value>(text) {
-        Ok(Value::Object(mut object)) => match object.remove("subscription") {
-            Some(id) => Some(Value::Array(vec![id]).to_string()),
-            None => Some(text.to_string()),
-        },
-        _ => Some(text.to_string()),
+/// `daemon/unsubscribe` and `session/unsubscribe`: `{"subscription": id}` (or `[id]`) →
+/// whether a subscription was ended.
+fn unsubscribe(
+    id: Id<'_>,
+    params: Option<&str>,
+    method: &str,
+    context: &ConnectionContext,
+) -> MethodResponse {
+    let value = params.and_then(|text| serde_json::from_str::<Value>(text).ok());
+    let subscription = match &value {
+        Some(Value::Object(object)) => object.get("subscription"),
+        Some(Value::Array(items)) => items.first(),
+        _ => None,
+    };
+    let key = match subscription {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Number(number)) => number.to_string(),
+        _ => {
+            let error = RpcError::invalid_param("subscription", "the subscription id is required");
+            return MethodResponse::error(id, error.to_object());
+        }
+    };
+    let ended = context.unsubscribe(&key, method);
+    MethodResponse::response(id, jsonrpsee::ResponsePayload::success(ended), MAX_RESPONSE_BYTES)
+}
+
+/// The text form of a subscription id.
+fn subscription_key(id: &SubscriptionId<'_>) -> String {
+    match id {
+        SubscriptionId::Str(text) => text.to_string(),
+        SubscriptionId::Num(number) => number.to_string(),
     }
 }
 
