@@ -4,18 +4,17 @@
 #![allow(dead_code)] // each test file uses a different part
 #![allow(clippy::unwrap_used)] // test helpers: a failure should stop the test
 
+use rein_testkit::background::BackgroundFake;
 use rein_testkit::daemon::DaemonFixture;
-use rein_testkit::fake_provider::{FakeProvider, RecordedRequest, Reply};
+use rein_testkit::fake_provider::{RecordedRequest, Reply};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::{Command, Output};
 
 /// A fake provider, a daemon that uses it as `fake/test-model`, and a project directory.
 pub struct CliEnv {
-    /// Keeps the fake provider's server running.
-    pub runtime: tokio::runtime::Runtime,
     /// The scripted provider.
-    pub fake: FakeProvider,
+    pub fake: BackgroundFake,
     /// The daemon.
     pub daemon: DaemonFixture,
     /// The project directory `rein` runs in.
@@ -32,12 +31,7 @@ impl CliEnv {
 
     /// Everything but the daemon (for tests where `rein` starts it).
     pub fn configured(script: Vec<Reply>) -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(1)
-            .enable_all()
-            .build()
-            .unwrap();
-        let fake = runtime.block_on(FakeProvider::start(script)).unwrap();
+        let fake = BackgroundFake::start(script);
         let daemon = DaemonFixture::new();
         let config = format!(
             r#"model = "fake/test-model"
@@ -57,7 +51,7 @@ max_retries = 0
         );
         std::fs::write(daemon.home().join("config.toml"), config).unwrap();
         let project = tempfile::Builder::new().prefix("rein-project-").tempdir().unwrap();
-        Self { runtime, fake, daemon, project }
+        Self { fake, daemon, project }
     }
 
     /// The project directory, canonical (as the daemon stores it).
