@@ -8,6 +8,9 @@
 # nightly features; on a stable toolchain RUSTC_BOOTSTRAP=1 turns them on. The code is safe
 # Rust, so no sanitizer is used (-s none), which keeps builds and runs fast.
 #
+# All targets are built first and then run from the built binaries, so sources that change
+# while the campaign runs (the tree is shared) do not trigger rebuilds between targets.
+#
 # New inputs go to fuzz/target/work-corpus/<target> (the committed seeds in fuzz/corpus/ are
 # only read); crashes land in fuzz/artifacts/<target>/. A summary line per target (executions,
 # coverage, features, corpus size, crashes) is appended to fuzz/target/fuzz-summary.txt, and
@@ -31,6 +34,9 @@ else
     mapfile -t targets < <(cd "$fuzz_dir" && cargo fuzz list)
 fi
 
+(cd "$fuzz_dir" && cargo fuzz build -s none)
+bin_dir="$fuzz_dir/target/$(rustc -vV | sed -n 's/^host: //p')/release"
+
 mkdir -p "$fuzz_dir/target/logs"
 summary="$fuzz_dir/target/fuzz-summary.txt"
 status=0
@@ -40,14 +46,22 @@ for target in "${targets[@]}"; do
     log="$fuzz_dir/target/logs/$target.log"
     mkdir -p "$work" "$seeds"
     echo "== $target: ${seconds}s" >&2
-    (cd "$fuzz_dir" && cargo fuzz build -s none "$target")
     started="$(date -u +%H:%M:%S)"
     set +e
-    (cd "$fuzz_dir" && cargo fuzz run -s none "$target" "$work" "$seeds" -- \
-        -max_total_time="$seconds" -jobs=1 -workers=1 -max_len=65536 -timeout=10 \
-        -rss_limit_mb=2048 -print_final_stats=1) >"$log" 2>&1
+    mkdir -p "$fuzz_dir/artifacts/$target"
+    # -jobs=1 runs the fuzzer in one child process whose output goes to fuzz-0.log in the
+    # current directory; run it from the log directory and keep that file as the log.
+    (cd "$fuzz_dir/target/logs" && rm -f fuzz-0.log && "$bin_dir/$target" "$work" "$seeds" \
+        -artifact_prefix="$fuzz_dir/artifacts/$target/" -max_total_time="$seconds" \
+        -jobs=1 -workers=1 -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+        -print_final_stats=1) >"$log.outer" 2>&1
     code=$?
     set -e
+    if [ -f "$fuzz_dir/target/logs/fuzz-0.log" ]; then
+        mv -f "$fuzz_dir/target/logs/fuzz-0.log" "$log"
+    else
+        cp "$log.outer" "$log"
+    fi
     crashes="$(find "$fuzz_dir/artifacts/$target" -type f 2>/dev/null | wc -l)"
     last="$(grep -E '^#[0-9]+' "$log" | tail -n 1 || true)"
     execs="$(grep -E '^stat::number_of_executed_units' "$log" | awk '{print $2}' || true)"
