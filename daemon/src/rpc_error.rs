@@ -57,7 +57,9 @@ pub fn parse_params<T: serde::de::DeserializeOwned>(raw: Option<&str>) -> Result
         let path = error.path().to_string();
         let inner = error.into_inner();
         let message = inner.to_string();
-        let field = if path == "." { missing_field_name(&message) } else { Some(path) };
+        // The root (".") names no field, and neither does an empty path (a key `""`).
+        let field =
+            if path == "." || path.is_empty() { missing_field_name(&message) } else { Some(path) };
         match field {
             Some(field) => RpcError::invalid_param(field.clone(), format!("{field}: {message}")),
             None => RpcError::new(ErrorKind::InvalidParams, message),
@@ -95,6 +97,16 @@ mod tests {
             serde_json::from_str(object.data().map(|d| d.get()).unwrap_or("null")).unwrap();
         assert_eq!(data["kind"], "invalid_params");
         assert_eq!(data["field"], "entry_id");
+    }
+
+    /// Found by the `wire` fuzz target: a bad value under the key `""` gave an error whose
+    /// field was the empty string.
+    #[test]
+    fn a_bad_value_under_an_empty_key_names_no_empty_field() {
+        let error = parse_params::<ForkParams>(Some(r#"{"": 099}"#)).unwrap_err();
+        assert_eq!(error.kind, ErrorKind::InvalidParams);
+        assert_ne!(error.field.as_deref(), Some(""));
+        assert!(!error.message.starts_with(':'), "{}", error.message);
     }
 
     #[test]
