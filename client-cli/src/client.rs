@@ -211,7 +211,11 @@ impl Client {
         session_id: &str,
         after_seq: u64,
     ) -> Result<String, ClientError> {
-        let params = SubscribeParams { session_id: session_id.into(), after_seq: Some(after_seq) };
+        let params = SubscribeParams {
+            session_id: session_id.into(),
+            after_seq: Some(after_seq),
+            stream: None,
+        };
         self.call_as(names::SESSION_SUBSCRIBE, params).await
     }
 

@@ -17,7 +17,8 @@ use serde_json::Value;
 pub struct EventEnvelope {
     /// The session the event belongs to.
     pub session_id: String,
-    /// Per-session sequence number, starting at 1 and increasing by one per event.
+    /// Per-session sequence number, starting at 1 each time the daemon loads the session and
+    /// increasing by one per event. The load is named by `stream` in `session/state`.
     pub seq: u64,
     /// Milliseconds since the Unix epoch when the daemon emitted it.
     pub timestamp: i64,

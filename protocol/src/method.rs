@@ -360,6 +360,11 @@ pub struct SessionState {
     pub excluded_files: Vec<ExcludedFile>,
     /// The last event seq; subscribe with `after_seq` set to it to continue from this state.
     pub last_seq: u64,
+    /// Names this load's event numbering (seqs start again at 1 each time the daemon loads the
+    /// session). Pass it to `session/subscribe` with `after_seq`, so a cursor kept across a
+    /// daemon restart is answered with `resync_required` instead of the wrong events.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stream: String,
 }
 
 /// `session/messages` result.
@@ -373,6 +378,9 @@ pub struct MessagesResult {
     pub leaf_id: Option<String>,
     /// The last event seq.
     pub last_seq: u64,
+    /// The event numbering `last_seq` belongs to (see `SessionState::stream`).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub stream: String,
 }
 
 /// `session/tree` result.
@@ -641,9 +649,35 @@ pub struct SubscribeParams {
     /// The session.
     pub session_id: String,
     /// Deliver events after this seq first (from the replay buffer); only live events when
-    /// absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// absent; 0 means every event since the daemon loaded the session. Clients whose JSON numbers are doubles may send it as an integral float
+    /// (`1796037481722400.0`).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "lenient_seq")]
     pub after_seq: Option<u64>,
+    /// The `stream` that `after_seq` came from (from `session/state` or `session/messages`).
+    /// When it is not the current one, the only item is `resync_required`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream: Option<String>,
+}
+
+/// Reads a seq written as an integer or as an integral float below 2^53.
+fn lenient_seq<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53: doubles are exact integers below it
+    match Option::<serde_json::Number>::deserialize(deserializer)? {
+        None => Ok(None),
+        Some(number) => {
+            if let Some(seq) = number.as_u64() {
+                return Ok(Some(seq));
+            }
+            match number.as_f64() {
+                Some(value) if value >= 0.0 && value.fract() == 0.0 && value < EXACT => {
+                    Ok(Some(value as u64))
+                }
+                _ => Err(serde::de::Error::custom(format!(
+                    "invalid seq {number}: expected a non-negative integer"
+                ))),
+            }
+        }
+    }
 }
 
 /// `approval/respond` params.
@@ -718,5 +752,25 @@ impl Ack {
     /// The acknowledgement.
     pub fn ok() -> Self {
         Self { ok: true }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn after_seq_accepts_integers_and_integral_floats_only() {
+        let parse = |text: &str| serde_json::from_str::<SubscribeParams>(text).map(|p| p.after_seq);
+        assert_eq!(parse(r#"{"session_id":"s"}"#).unwrap(), None);
+        assert_eq!(parse(r#"{"session_id":"s","after_seq":null}"#).unwrap(), None);
+        assert_eq!(parse(r#"{"session_id":"s","after_seq":42}"#).unwrap(), Some(42));
+        assert_eq!(
+            parse(r#"{"session_id":"s","after_seq":1796037481722400.0}"#).unwrap(),
+            Some(1_796_037_481_722_400)
+        );
+        assert!(parse(r#"{"session_id":"s","after_seq":1.5}"#).is_err());
+        assert!(parse(r#"{"session_id":"s","after_seq":-1}"#).is_err());
+        assert!(parse(r#"{"session_id":"s","after_seq":"7"}"#).is_err());
     }
 }

@@ -265,10 +265,19 @@ fn a_daemon_killed_during_a_tool_call_restarts_with_a_repaired_history() {
     let session = create_session(&mut a, project.path());
     subscribe(&mut a, &session, None);
     a.call_ok(3, "session/prompt", json!({"session_id": session, "text": "wait"}));
-    a.events_until("tool_execution_start");
+    let seen = a.events_until("tool_execution_start");
+    let cursor = seen.last().unwrap()["seq"].as_u64().unwrap();
+    let stream = a.call_ok(4, "session/state", json!({"session_id": session}))["stream"].clone();
+    assert!(stream.as_str().is_some_and(|s| !s.is_empty()), "{stream}");
     daemon.kill();
     drop(a);
     daemon.spawn();
+
+    // The old cursor means nothing to the new daemon: it says so instead of replaying.
+    let mut stale = client(&daemon, "stale", false);
+    let params = json!({"session_id": session, "after_seq": cursor, "stream": stream});
+    stale.call_ok(2, "session/subscribe", params);
+    assert_eq!(stale.next_session_item()["type"], "resync_required");
 
     let mut b = client(&daemon, "b", false);
     let messages = b.call_ok(1, "session/messages", json!({"session_id": session}));

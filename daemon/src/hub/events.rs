@@ -26,6 +26,7 @@ struct Subscriber {
 #[derive(Debug)]
 struct Inner {
     buffer: VecDeque<Arc<EventEnvelope>>,
+    first_seq: u64,
     next_seq: u64,
     subscribers: Vec<Subscriber>,
     /// Events published before the log learned its session id.
@@ -36,6 +37,7 @@ struct Inner {
 #[derive(Debug)]
 pub struct EventLog {
     session_id: OnceLock<String>,
+    stream: String,
     capacity: usize,
     queue_size: usize,
     inner: Mutex<Inner>,
@@ -45,21 +47,24 @@ impl EventLog {
     /// A log keeping the last `capacity` events, giving each subscriber a queue of
     /// `queue_size` items. The first event gets seq 1.
     pub fn new(session_id: impl Into<String>, capacity: usize, queue_size: usize) -> Self {
-        let log = Self::unbound(capacity, queue_size);
+        let log = Self::unbound(capacity, queue_size, 1);
         log.bind(session_id.into());
         log
     }
 
     /// A log that does not know its session id yet (the session is still being created).
     /// Events published before [`EventLog::bind`] are held back and numbered when it is called.
-    pub fn unbound(capacity: usize, queue_size: usize) -> Self {
+    /// The first event gets `first_seq`.
+    pub fn unbound(capacity: usize, queue_size: usize, first_seq: u64) -> Self {
         Self {
             session_id: OnceLock::new(),
+            stream: uuid::Uuid::new_v4().simple().to_string()[..8].to_string(),
             capacity: capacity.max(1),
             queue_size: queue_size.max(2),
             inner: Mutex::new(Inner {
                 buffer: VecDeque::new(),
-                next_seq: 1,
+                first_seq: first_seq.max(1),
+                next_seq: first_seq.max(1),
                 subscribers: Vec::new(),
                 unbound: Vec::new(),
             }),
@@ -82,6 +87,12 @@ impl EventLog {
         self.session_id().unwrap_or_default()
     }
 
+    /// Names this log's numbering: every load of a session gets a new one, so a cursor from
+    /// another load is recognized.
+    pub fn stream(&self) -> &str {
+        &self.stream
+    }
+
     /// The session id, once bound.
     pub fn session_id(&self) -> Option<&str> {
         self.session_id.get().map(String::as_str)
@@ -92,9 +103,15 @@ impl EventLog {
         self.inner.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// The seq of the last event published (0 before any).
+    /// The seq of the last event published (one less than the first seq before any).
     pub fn last_seq(&self) -> u64 {
         self.lock().next_seq - 1
+    }
+
+    /// Ends every subscription (the session is being unloaded; a client that wants more
+    /// subscribes again, which loads the session anew).
+    pub fn close(&self) {
+        self.lock().subscribers.clear();
     }
 
     /// Subscribers attached now.
@@ -123,12 +140,25 @@ impl EventLog {
     }
 
     /// Attaches a subscriber. With `after_seq`, buffered events after it come first; when the
-    /// buffer no longer reaches back that far, or the cursor is ahead of the stream (the
-    /// daemon restarted and numbering began again), the only item is `resync_required`.
-    pub fn subscribe(&self, after_seq: Option<u64>) -> SubscriberReceiver {
+    /// buffer no longer reaches back that far, or the cursor belongs to another numbering (an
+    /// earlier load of the session), the only item is `resync_required`. `after_seq` 0 means
+    /// "from this stream's first event".
+    ///
+    /// With `stream`, a cursor from another numbering (an earlier load) is told to resync
+    /// whatever its value.
+    pub fn subscribe(&self, after_seq: Option<u64>, stream: Option<&str>) -> SubscriberReceiver {
         let (sender, receiver) = mpsc::channel(self.queue_size);
         let mut inner = self.lock();
+        if stream.is_some_and(|stream| stream != self.stream) {
+            let oldest = inner.buffer.front().map(|e| e.seq).unwrap_or(inner.next_seq);
+            let _ = sender.try_send(SubscriptionItem::ResyncRequired {
+                session_id: self.id().to_string(),
+                oldest_buffered_seq: oldest,
+            });
+            return receiver;
+        }
         let last_seq = inner.next_seq - 1;
+        let after_seq = after_seq.map(|after| if after == 0 { inner.first_seq - 1 } else { after });
         let mut subscriber = Subscriber { sender, last_delivered: last_seq };
         if let Some(after) = after_seq.filter(|after| *after != last_seq) {
             let oldest = inner.buffer.front().map(|e| e.seq).unwrap_or(last_seq + 1);
@@ -214,7 +244,7 @@ mod tests {
     fn live_subscriber_gets_only_new_events() {
         let log = EventLog::new("s", 8, 8);
         log.publish(turn(1), 0);
-        let mut rx = log.subscribe(None);
+        let mut rx = log.subscribe(None, None);
         log.publish(turn(2), 0);
         assert_eq!(seqs(&drain(&mut rx)), vec![2]);
     }
@@ -225,11 +255,11 @@ mod tests {
         for n in 1..=5 {
             log.publish(turn(n), 0);
         }
-        let mut rx = log.subscribe(Some(2));
+        let mut rx = log.subscribe(Some(2), None);
         log.publish(turn(6), 0);
         assert_eq!(seqs(&drain(&mut rx)), vec![3, 4, 5, 6]);
         // Up to date already: only live events.
-        let mut rx = log.subscribe(Some(6));
+        let mut rx = log.subscribe(Some(6), None);
         log.publish(turn(7), 0);
         assert_eq!(seqs(&drain(&mut rx)), vec![7]);
     }
@@ -240,7 +270,7 @@ mod tests {
         for n in 1..=6 {
             log.publish(turn(n), 0);
         }
-        let mut rx = log.subscribe(Some(1));
+        let mut rx = log.subscribe(Some(1), None);
         let items = drain(&mut rx);
         assert_eq!(
             items,
@@ -251,18 +281,18 @@ mod tests {
         );
         assert_eq!(log.subscriber_count(), 0);
         // A cursor from before a daemon restart is ahead of the stream.
-        let mut rx = log.subscribe(Some(99));
+        let mut rx = log.subscribe(Some(99), None);
         assert!(matches!(drain(&mut rx)[..], [SubscriptionItem::ResyncRequired { .. }]));
         // Exactly at the edge still works: events 4..6 are buffered.
-        let mut rx = log.subscribe(Some(3));
+        let mut rx = log.subscribe(Some(3), None);
         assert_eq!(seqs(&drain(&mut rx)), vec![4, 5, 6]);
     }
 
     #[test]
     fn a_stuck_subscriber_is_lagged_and_dropped_while_others_get_everything() {
         let log = EventLog::new("s", 100, 4);
-        let mut stuck = log.subscribe(None);
-        let mut healthy = log.subscribe(None);
+        let mut stuck = log.subscribe(None, None);
+        let mut healthy = log.subscribe(None, None);
         let mut seen = Vec::new();
         for n in 1..=10 {
             log.publish(turn(n), 0);
@@ -280,11 +310,11 @@ mod tests {
 
     #[test]
     fn events_before_binding_are_held_then_numbered() {
-        let log = EventLog::unbound(8, 8);
+        let log = EventLog::unbound(8, 8, 1);
         assert_eq!(log.publish(turn(1), 0), 0);
         assert_eq!(log.last_seq(), 0);
         log.bind("late".into());
-        let mut rx = log.subscribe(Some(0));
+        let mut rx = log.subscribe(Some(0), None);
         log.publish(turn(2), 0);
         let items = drain(&mut rx);
         assert_eq!(seqs(&items), vec![1, 2]);
@@ -295,9 +325,45 @@ mod tests {
     }
 
     #[test]
+    fn a_log_may_start_numbering_anywhere() {
+        let log = EventLog::unbound(8, 8, 1_000);
+        log.bind("s".into());
+        assert_eq!(log.last_seq(), 999);
+        let mut rx = log.subscribe(Some(log.last_seq()), None);
+        assert_eq!(log.publish(turn(1), 0), 1_000);
+        assert_eq!(seqs(&drain(&mut rx)), vec![1_000]);
+        // A cursor from an earlier numbering is stale.
+        let mut rx = log.subscribe(Some(5), None);
+        assert!(matches!(drain(&mut rx)[..], [SubscriptionItem::ResyncRequired { .. }]));
+        // Zero asks for the whole stream.
+        let mut rx = log.subscribe(Some(0), None);
+        assert_eq!(seqs(&drain(&mut rx)), vec![1_000]);
+    }
+
+    #[test]
+    fn a_cursor_from_another_stream_is_told_to_resync() {
+        let log = EventLog::new("s", 8, 8);
+        log.publish(turn(1), 0);
+        let mut rx = log.subscribe(Some(0), Some("elsewhere"));
+        assert!(matches!(drain(&mut rx)[..], [SubscriptionItem::ResyncRequired { .. }]));
+        let stream = log.stream().to_string();
+        let mut rx = log.subscribe(Some(0), Some(&stream));
+        assert_eq!(seqs(&drain(&mut rx)), vec![1]);
+    }
+
+    #[test]
+    fn closing_ends_every_subscription() {
+        let log = EventLog::new("s", 8, 8);
+        let mut rx = log.subscribe(None, None);
+        log.close();
+        assert_eq!(log.subscriber_count(), 0);
+        assert!(rx.try_recv().is_err());
+    }
+
+    #[test]
     fn closed_subscribers_are_dropped() {
         let log = EventLog::new("s", 8, 8);
-        let rx = log.subscribe(None);
+        let rx = log.subscribe(None, None);
         drop(rx);
         log.publish(turn(1), 0);
         assert_eq!(log.subscriber_count(), 0);

@@ -66,6 +66,13 @@ impl std::fmt::Debug for LoadedSession {
 }
 
 impl LoadedSession {
+    /// The session's state, with the event stream's cursor.
+    pub fn state(&self) -> rein_protocol::method::SessionState {
+        let mut state = self.session.state(self.events.last_seq());
+        state.stream = self.events.stream().to_string();
+        state
+    }
+
     /// Notes client activity (keeps the session loaded).
     pub fn touch(&self) {
         if let Ok(mut last) = self.last_activity.lock() {
@@ -145,6 +152,7 @@ impl Hub {
         let events = Arc::new(EventLog::unbound(
             self.settings.replay_buffer,
             self.settings.subscriber_queue,
+            1,
         ));
         let approvers = Arc::new(Approvers::default());
         let sink_events = events.clone();
@@ -251,6 +259,7 @@ impl Hub {
             sessions.remove(loaded.session.id());
         }
         loaded.session.close().await;
+        loaded.events.close();
     }
 
     /// Deletes a session's file; a loaded session is unloaded first (refused while busy).

@@ -24,7 +24,7 @@ pub async fn create(
         return Err(RpcError::invalid_param("cwd", format!("{} is not a directory", params.cwd)));
     }
     let loaded = connection.daemon.hub.create(params).await?;
-    Ok(loaded.session.state(loaded.events.last_seq()))
+    Ok(loaded.state())
 }
 
 /// `session/list`.
@@ -45,7 +45,7 @@ pub async fn open(
     connection: Arc<ConnectionContext>,
 ) -> Result<SessionState, RpcError> {
     let loaded = session(&connection, &params.session_id).await?;
-    Ok(loaded.session.state(loaded.events.last_seq()))
+    Ok(loaded.state())
 }
 
 /// `session/close`.
@@ -74,7 +74,7 @@ pub async fn fork(
     let source = session(&connection, &params.session_id).await?;
     let new_id = source.session.fork(&params.entry_id).await.map_err(coding_error)?;
     let forked = session(&connection, &new_id).await?;
-    Ok(forked.session.state(forked.events.last_seq()))
+    Ok(forked.state())
 }
 
 /// `session/state`.
@@ -83,7 +83,7 @@ pub async fn state(
     connection: Arc<ConnectionContext>,
 ) -> Result<SessionState, RpcError> {
     let loaded = session(&connection, &params.session_id).await?;
-    Ok(loaded.session.state(loaded.events.last_seq()))
+    Ok(loaded.state())
 }
 
 /// `session/messages`.
@@ -94,9 +94,13 @@ pub async fn messages(
     let loaded = session(&connection, &params.session_id).await?;
     // Read the seq first: events after it may already be reflected in the messages, never the
     // other way round, so a client resubscribing from it misses nothing.
-    let last_seq = loaded.events.last_seq();
-    let state = loaded.session.state(last_seq);
-    Ok(MessagesResult { messages: loaded.session.messages(), leaf_id: state.leaf_id, last_seq })
+    let state = loaded.state();
+    Ok(MessagesResult {
+        messages: loaded.session.messages(),
+        leaf_id: state.leaf_id,
+        last_seq: state.last_seq,
+        stream: state.stream,
+    })
 }
 
 /// `session/tree`.

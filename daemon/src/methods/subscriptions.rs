@@ -73,7 +73,7 @@ pub async fn session_events(
         Err(error) => return pending.reject(error).await,
     };
     let can_approve = connection.client.lock().map(|c| c.capabilities.approvals).unwrap_or(false);
-    let mut items = loaded.events.subscribe(params.after_seq);
+    let mut items = loaded.events.subscribe(params.after_seq, params.stream.as_deref());
     let guard =
         connection.track_subscription(&pending.subscription_id(), names::SESSION_UNSUBSCRIBE);
     let Ok(sink) = pending.accept().await else { return };

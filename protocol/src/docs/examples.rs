@@ -31,6 +31,8 @@ use serde_json::json;
 
 /// The example session's id.
 pub const SESSION_ID: &str = "0193a5c2-7f3e-7b11-9c1a-5d2e8f0b4a61";
+/// The example session's event stream (one load of it).
+pub const STREAM: &str = "3f9c2a71";
 /// The session created by the `session/fork` example.
 pub const FORKED_SESSION_ID: &str = "0193a5d0-1c44-7e02-8a37-b0f1d2c3e4a5";
 /// The example project directory.
@@ -226,6 +228,7 @@ pub fn session_state() -> SessionState {
             reason: "project not trusted".into(),
         }],
         last_seq: 42,
+        stream: STREAM.into(),
     }
 }
 
@@ -249,6 +252,7 @@ pub fn forked_state() -> SessionState {
     SessionState {
         session_id: FORKED_SESSION_ID.into(),
         leaf_id: Some("a1b2c3d4".into()),
+        stream: "7d01e4b8".into(),
         ..created_state()
     }
 }
@@ -294,6 +298,7 @@ pub fn messages_result() -> MessagesResult {
         ],
         leaf_id: Some("c3d4e5f6".into()),
         last_seq: 42,
+        stream: STREAM.into(),
     }
 }
 
@@ -457,7 +462,11 @@ pub fn shell_params() -> ShellParams {
 
 /// `session/subscribe` params.
 pub fn subscribe_params() -> SubscribeParams {
-    SubscribeParams { session_id: SESSION_ID.into(), after_seq: Some(42) }
+    SubscribeParams {
+        session_id: SESSION_ID.into(),
+        after_seq: Some(42),
+        stream: Some(STREAM.into()),
+    }
 }
 
 /// `approval/respond` params.

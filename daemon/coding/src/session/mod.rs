@@ -346,6 +346,7 @@ impl CodingSession {
             trusted: prompt.trusted(),
             excluded_files: prompt.excluded(),
             last_seq,
+            stream: String::new(),
         }
     }
 

@@ -103,6 +103,7 @@ pub(super) fn walkthrough(doc: &mut Markdown) -> Result<(), DocsError> {
     let subscribe = SubscribeParams {
         session_id: created.session_id.clone(),
         after_seq: Some(created.last_seq),
+        stream: Some(created.stream.clone()),
     };
     let calls = [
         (names::INITIALIZE, line_of(&examples::initialize_params(), "initialize")?),
