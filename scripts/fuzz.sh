@@ -6,7 +6,9 @@
 # SECONDS is the time per target (default 60); without targets, every target in
 # fuzz/Cargo.toml runs. One job and one worker each (the machine is shared). cargo-fuzz needs
 # nightly features; on a stable toolchain RUSTC_BOOTSTRAP=1 turns them on. The code is safe
-# Rust, so no sanitizer is used (-s none), which keeps builds and runs fast.
+# Rust, so no sanitizer is used (-s none), which keeps builds and runs fast. FUZZ_ARGS adds
+# libFuzzer flags, e.g. FUZZ_ARGS="-fork=1 -ignore_crashes=1" to go on past a known crash.
+# FUZZ_NO_BUILD=1 runs the binaries as they are.
 #
 # All targets are built first and then run from the built binaries, so sources that change
 # while the campaign runs (the tree is shared) do not trigger rebuilds between targets.
@@ -34,7 +36,9 @@ else
     mapfile -t targets < <(cd "$fuzz_dir" && cargo fuzz list)
 fi
 
-(cd "$fuzz_dir" && cargo fuzz build -s none)
+if [ -z "${FUZZ_NO_BUILD:-}" ]; then
+    (cd "$fuzz_dir" && cargo fuzz build -s none)
+fi
 bin_dir="$fuzz_dir/target/$(rustc -vV | sed -n 's/^host: //p')/release"
 
 mkdir -p "$fuzz_dir/target/logs"
@@ -54,7 +58,7 @@ for target in "${targets[@]}"; do
     (cd "$fuzz_dir/target/logs" && rm -f fuzz-0.log && "$bin_dir/$target" "$work" "$seeds" \
         -artifact_prefix="$fuzz_dir/artifacts/$target/" -max_total_time="$seconds" \
         -jobs=1 -workers=1 -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
-        -print_final_stats=1) >"$log.outer" 2>&1
+        -print_final_stats=1 ${FUZZ_ARGS:-}) >"$log.outer" 2>&1
     code=$?
     set -e
     if [ -f "$fuzz_dir/target/logs/fuzz-0.log" ]; then
