@@ -22,6 +22,7 @@ fn a_prompt_streams_and_typing_during_the_run_steers_it() {
     ]);
     let mut pty = Pty::spawn(&env, &["--approve", "yolo"]);
     pty.expect("/help for commands");
+    pty.expect("> "); // the line editor reads in raw mode from here
     pty.send("start the work\r");
     pty.expect("→ bash sleep 2");
     pty.send("also mention pineapples\r");
@@ -44,6 +45,7 @@ fn an_approval_is_answered_inline() {
     ]);
     let mut pty = Pty::spawn(&env, &["--approve", "ask"]);
     pty.expect("/help for commands");
+    pty.expect("> "); // the line editor reads in raw mode from here
     pty.send("run it\r");
     pty.expect("approval needed: bash echo approved-output");
     pty.send("y\r");
@@ -63,6 +65,8 @@ fn a_second_terminal_sees_the_same_run() {
     assert!(!id.is_empty(), "{banner}");
     let mut second = Pty::spawn(&env, &["attach", &id]);
     second.expect(&format!("attached to {id}"));
+    first.expect("> ");
+    second.expect("> ");
     first.send("hello from the first terminal\r");
     first.expect("Shared answer for both.");
     second.expect("you: hello from the first terminal");
@@ -81,6 +85,7 @@ fn ctrl_c_cancels_a_running_run() {
     ]);
     let mut pty = Pty::spawn(&env, &["--approve", "yolo"]);
     pty.expect("/help for commands");
+    pty.expect("> "); // the line editor reads in raw mode from here
     pty.send("wait a long time\r");
     pty.expect("→ bash sleep 30");
     pty.send("\x03");
@@ -104,6 +109,9 @@ fn attach_shows_the_conversation_so_far() {
     pty.expect(&format!("attached to {id}"));
     pty.expect("user: an earlier question");
     pty.expect("assistant: An earlier answer.");
+    // Only once the prompt is drawn is the line editor reading in raw mode; a key sent
+    // earlier may be discarded when it switches the terminal over.
+    pty.expect("> ");
     pty.send("\x04");
     assert_eq!(pty.wait(), Some(0));
 }
