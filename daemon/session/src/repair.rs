@@ -250,7 +250,7 @@ pub fn repair_tool_history(
 /// [`repair_tool_history`] over bare messages, for a caller that has no entry ids (the added
 /// results get made-up ids that are thrown away).
 pub fn repair_messages(messages: Vec<Message>, timestamp: i64) -> Vec<Message> {
-    let wrapped = messages
+    let wrapped = unique_call_ids(messages)
         .into_iter()
         .enumerate()
         .map(|(i, message)| PathMessage { entry_id: format!("m{i}"), message })
@@ -273,6 +273,63 @@ pub fn action_entry_id(action: &RepairAction) -> Option<&str> {
         | RepairAction::ResultReordered { entry_id, .. } => Some(entry_id),
         RepairAction::CorruptLinesSkipped { .. } => None,
     }
+}
+
+/// Gives every tool call of one assistant message its own id. Some servers reuse an id for
+/// two calls of one reply; the repeats become `ID-2`, `ID-3`, ... (never an id already used),
+/// and the results after the message are matched to the calls in order: the n-th result
+/// naming the shared id answers the n-th call that had it.
+pub fn unique_call_ids(mut messages: Vec<Message>) -> Vec<Message> {
+    use std::collections::{HashMap, HashSet, VecDeque};
+    let taken: HashSet<String> = messages
+        .iter()
+        .filter_map(|message| match message {
+            Message::Assistant(assistant) => Some(assistant.tool_calls()),
+            _ => None,
+        })
+        .flatten()
+        .map(|call| call.id.clone())
+        .collect();
+    let mut used = taken;
+    // For the results after the current assistant message: shared id -> ids in call order.
+    let mut pending: HashMap<String, VecDeque<String>> = HashMap::new();
+    for message in &mut messages {
+        match message {
+            Message::Assistant(assistant) => {
+                pending.clear();
+                let mut seen: HashMap<String, u32> = HashMap::new();
+                for block in &mut assistant.content {
+                    let rein_protocol::message::ContentBlock::ToolCall(call) = block else {
+                        continue;
+                    };
+                    let count = seen.entry(call.id.clone()).or_insert(0);
+                    *count += 1;
+                    let original = call.id.clone();
+                    if *count > 1 {
+                        let mut n = *count;
+                        let mut fresh = format!("{original}-{n}");
+                        while used.contains(&fresh) {
+                            n += 1;
+                            fresh = format!("{original}-{n}");
+                        }
+                        used.insert(fresh.clone());
+                        call.id = fresh;
+                    }
+                    pending.entry(original).or_default().push_back(call.id.clone());
+                }
+                pending.retain(|_, ids| ids.len() > 1);
+            }
+            Message::ToolResult(result) => {
+                if let Some(id) =
+                    pending.get_mut(&result.tool_call_id).and_then(VecDeque::pop_front)
+                {
+                    result.tool_call_id = id;
+                }
+            }
+            Message::User(_) => {}
+        }
+    }
+    messages
 }
 
 /// Whether every tool call on the path has exactly one result, directly behind its call in
@@ -504,5 +561,65 @@ pub(crate) mod tests {
         assert!(!is_valid_tool_history(&m(vec![assistant("a", &["c"])])));
         assert!(!is_valid_tool_history(&m(vec![assistant("a", &["c"]), user("u")])));
         assert!(!is_valid_tool_history(&m(vec![result("r", "c")])));
+    }
+
+    #[test]
+    fn repeated_call_ids_in_one_message_are_made_unique_with_results_in_order() {
+        use rein_protocol::message::{AssistantMessage, ContentBlock, StopReason, ToolCall};
+        let call = |id: &str| {
+            ContentBlock::ToolCall(ToolCall {
+                id: id.into(),
+                name: "bash".into(),
+                arguments: serde_json::json!({}),
+            })
+        };
+        let assistant = Message::Assistant(AssistantMessage {
+            content: vec![call("c"), call("c"), call("c-2"), call("c")],
+            api: "openai-chat".into(),
+            provider: "p".into(),
+            model: "m".into(),
+            usage: Default::default(),
+            stop_reason: StopReason::ToolUse,
+            error_message: None,
+            timestamp: 0,
+        });
+        let result = |id: &str, text: &str| {
+            Message::ToolResult(rein_protocol::message::ToolResultMessage {
+                tool_call_id: id.into(),
+                tool_name: "bash".into(),
+                content: vec![ContentBlock::text(text)],
+                is_error: false,
+                details: None,
+                timestamp: 0,
+            })
+        };
+        let messages = vec![
+            assistant,
+            result("c", "first"),
+            result("c", "second"),
+            result("c-2", "own"),
+            result("c", "fourth"),
+        ];
+        let fixed = unique_call_ids(messages);
+        let Message::Assistant(assistant) = &fixed[0] else { panic!("not assistant") };
+        let ids: Vec<&str> = assistant.tool_calls().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, ["c", "c-3", "c-2", "c-4"]);
+        let answered: Vec<(String, String)> = fixed[1..]
+            .iter()
+            .filter_map(|m| match m {
+                Message::ToolResult(r) => Some((r.tool_call_id.clone(), r.text())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            answered,
+            [
+                ("c".to_string(), "first".to_string()),
+                ("c-3".to_string(), "second".to_string()),
+                ("c-2".to_string(), "own".to_string()),
+                ("c-4".to_string(), "fourth".to_string()),
+            ]
+        );
+        assert!(is_valid_tool_history(&repair_messages(fixed, 0)));
     }
 }
