@@ -170,7 +170,7 @@ pub fn coding_environment(
         max_failed_turns: Some(config.limits.max_failed_turns),
     };
     Ok(CodingEnvironment {
-        registry,
+        registry: registry.clone(),
         store: rein_session::SessionStore::new(home),
         trust: std::sync::Arc::new(rein_coding::trust::TrustStore::open(home)?),
         file_locks: rein_coding::file_locks::FileLocks::new(),
@@ -180,6 +180,10 @@ pub fn coding_environment(
         defaults: SessionDefaults {
             approval_policy: config.approval_policy,
             limits,
+            bash: rein_coding::BashSettings {
+                hidden_env: registry.key_variables(),
+                ..Default::default()
+            },
             ..SessionDefaults::default()
         },
     })

@@ -57,6 +57,8 @@ fn the_api_key_reaches_the_provider_and_nothing_else() {
     std::fs::write(project.path().join("notes.txt"), "some notes\n").unwrap_or_default();
     let fake = BackgroundFake::start(vec![
         Reply::tool_call("read", json!({"path": "notes.txt"})),
+        // A command that prints its environment must not see the key.
+        Reply::tool_call("bash", json!({"command": "env; echo env-printed"})),
         Reply::text("read them"),
         Reply::fault(Fault::ServerError),
     ]);
@@ -103,6 +105,10 @@ fn the_api_key_reaches_the_provider_and_nothing_else() {
     assert!(
         requests.iter().any(|r| r.header("authorization") == Some(&format!("Bearer {CANARY}"))),
         "the key was not sent to the provider, so this test proves nothing"
+    );
+    assert!(
+        received.iter().any(|m| m.contains("env-printed")),
+        "the env command did not run, so this test proves nothing for it"
     );
     for message in &received {
         assert!(!message.contains(CANARY), "a client received the key: {message}");

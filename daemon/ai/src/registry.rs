@@ -180,6 +180,15 @@ impl Registry {
         })
     }
 
+    /// Every environment variable that holds a provider's API key, built in or configured.
+    pub fn key_variables(&self) -> Vec<String> {
+        let mut variables: Vec<String> =
+            self.entries.values().filter_map(|entry| entry.settings.api_key_env.clone()).collect();
+        variables.sort();
+        variables.dedup();
+        variables
+    }
+
     /// Names of every provider, built in or configured.
     pub fn provider_names(&self) -> Vec<&str> {
         self.entries.keys().map(String::as_str).collect()

@@ -56,6 +56,8 @@ pub struct CommandRequest {
     pub timeout: Duration,
     /// Where the full output goes when it is too long to keep in memory.
     pub output_dir: PathBuf,
+    /// Environment variables the command does not get (see [`BashSettings::hidden_env`]).
+    pub hidden_env: Vec<String>,
 }
 
 /// How a command ended and what it printed.
@@ -121,6 +123,9 @@ pub async fn run_command(
         .env("GIT_TERMINAL_PROMPT", "0")
         .process_group(0)
         .kill_on_drop(true);
+    for variable in &request.hidden_env {
+        command.env_remove(variable);
+    }
     let started = Instant::now();
     let mut child = command.spawn()?;
     // The command holds the parent's copies of the pipe's write end; without dropping it the
@@ -356,6 +361,7 @@ impl Tool for BashTool {
                 shell: self.ctx.bash.shell.clone(),
                 timeout,
                 output_dir: self.ctx.output_dir.clone(),
+                hidden_env: self.ctx.bash.hidden_env.clone(),
             };
             let updates = invocation.updates.clone();
             match run_command(&request, |chunk| updates.text(chunk), &invocation.cancel).await {
@@ -593,6 +599,7 @@ mod tests {
             cwd: dir.path().to_path_buf(),
             shell: Some(PathBuf::from("sh")),
             timeout: Duration::from_secs(30),
+            hidden_env: Vec::new(),
             output_dir: dir.path().join("out"),
         };
         let mut seen = String::new();

@@ -46,11 +46,14 @@ pub struct BashSettings {
     /// The shell to run commands with (`<shell> -c <command>`). `None` picks `bash` when it is
     /// installed, otherwise `sh`.
     pub shell: Option<PathBuf>,
+    /// Environment variables removed before a command runs: the providers' API key variables,
+    /// so a command (say, `env`) cannot print a key into the conversation and the session file.
+    pub hidden_env: Vec<String>,
 }
 
 impl Default for BashSettings {
     fn default() -> Self {
-        Self { default_timeout: Duration::from_secs(120), shell: None }
+        Self { default_timeout: Duration::from_secs(120), shell: None, hidden_env: Vec::new() }
     }
 }
 
