@@ -81,6 +81,8 @@ pub enum StopReason {
     Length,
     /// The model wants tool results.
     ToolUse,
+    /// The provider's content filter (or the model's refusal classifier) stopped the answer.
+    ContentFilter,
     /// The request failed; `error_message` says why.
     Error,
     /// The request was cancelled.

@@ -1,13 +1,14 @@
 //! The Anthropic Messages wire API (`anthropic`).
 
 use crate::assemble::MessageBuilder;
+use crate::compat::Compat;
 use crate::failure::Failure;
 use crate::history::{IMAGE_OMITTED, is_native, should_replay, thinking_as_text};
 use crate::ids::wire_tool_call_id;
 use crate::provider::{ProviderErrorKind, ProviderRequest};
 use crate::wire::Step;
 use rein_protocol::message::{ContentBlock, Message, StopReason};
-use rein_protocol::model::{Api, ThinkingLevel};
+use rein_protocol::model::{Api, ModelInfo, ThinkingLevel};
 use serde_json::{Value, json};
 
 /// The `anthropic-version` header value sent with every request.
@@ -26,7 +27,7 @@ pub fn thinking_budget(level: ThinkingLevel) -> Option<u64> {
 }
 
 /// The request body for `POST {base_url}/messages`.
-pub fn request_body(request: &ProviderRequest) -> Value {
+pub fn request_body(request: &ProviderRequest, compat: &Compat) -> Value {
     let model = &request.model;
     let mut messages: Vec<Value> = Vec::new();
     for message in &request.context.messages {
@@ -113,11 +114,12 @@ pub fn request_body(request: &ProviderRequest) -> Value {
         }
     }
     mark_cache_breakpoint(&mut messages);
-    let budget = if model.reasoning { thinking_budget(request.options.thinking) } else { None };
-    let mut max_tokens = request.options.max_tokens.unwrap_or(model.max_output_tokens).max(1);
-    if let Some(budget) = budget {
-        max_tokens = max_tokens.max(budget + 1024);
-    }
+    let wanted = if model.reasoning && compat.reasoning_effort {
+        thinking_budget(request.options.thinking)
+    } else {
+        None
+    };
+    let (max_tokens, budget) = output_limits(request.options.max_tokens, wanted, model);
     let mut body = json!({
         "model": model.id,
         "messages": messages,
@@ -143,6 +145,29 @@ pub fn request_body(request: &ProviderRequest) -> Value {
         body["temperature"] = json!(temperature);
     }
     body
+}
+
+/// The smallest thinking budget the API accepts, and the room always left for the answer.
+const MIN_BUDGET: u64 = 1024;
+
+/// `max_tokens` and the thinking budget for a request: the budget plus room for the answer,
+/// both within the model's output limit (the API rejects a larger `max_tokens`, and wants
+/// `budget_tokens` at least 1024 and below `max_tokens`). Thinking is left off when the limit
+/// has no room for the smallest budget.
+pub fn output_limits(
+    requested: Option<u64>,
+    budget: Option<u64>,
+    model: &ModelInfo,
+) -> (u64, Option<u64>) {
+    let limit = if model.max_output_tokens > 0 { model.max_output_tokens } else { u64::MAX };
+    let mut max_tokens = requested.unwrap_or(limit).clamp(1, limit);
+    let Some(budget) = budget else { return (max_tokens, None) };
+    max_tokens = max_tokens.max(budget.saturating_add(MIN_BUDGET)).min(limit);
+    let budget = budget.min(max_tokens.saturating_sub(MIN_BUDGET));
+    if budget < MIN_BUDGET {
+        return (max_tokens, None);
+    }
+    (max_tokens, Some(budget))
 }
 
 fn is_tool_result_turn(message: &Value) -> bool {
@@ -186,6 +211,12 @@ pub struct AnthropicDecoder {
 }
 
 #[derive(serde::Deserialize)]
+struct EventType {
+    #[serde(rename = "type", default)]
+    kind: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
 struct DeltaEvent<'a> {
     #[serde(default)]
     index: u64,
@@ -215,6 +246,15 @@ impl AnthropicDecoder {
         data: &str,
         out: &mut MessageBuilder,
     ) -> Result<Step, Failure> {
+        // A stream without `event:` lines (some proxies drop them) still names each event in
+        // its payload's `type`.
+        let named;
+        let name = if name.is_empty() || name == "message" {
+            named = serde_json::from_str::<EventType>(data).ok().and_then(|e| e.kind);
+            named.as_deref().unwrap_or(name)
+        } else {
+            name
+        };
         let malformed = |e: serde_json::Error| {
             Failure::fatal(ProviderErrorKind::Protocol, format!("malformed `{name}` event: {e}"))
         };
@@ -305,6 +345,7 @@ impl AnthropicDecoder {
                     out.set_stop_reason(match reason {
                         "max_tokens" | "model_context_window_exceeded" => StopReason::Length,
                         "tool_use" => StopReason::ToolUse,
+                        "refusal" => StopReason::ContentFilter,
                         _ => StopReason::Stop,
                     });
                 }
@@ -316,9 +357,7 @@ impl AnthropicDecoder {
             "message_stop" => Ok(Step::Done),
             "error" => {
                 let event: Value = serde_json::from_str(data).map_err(malformed)?;
-                let error = event.get("error").unwrap_or(&event);
-                let text = error.get("message").and_then(Value::as_str).unwrap_or("stream error");
-                Err(Failure::from_stream_error(text, error.get("type").and_then(Value::as_str)))
+                Err(Failure::from_stream_error_value(&event))
             }
             _ => Ok(Step::Continue),
         }

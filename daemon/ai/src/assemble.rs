@@ -45,6 +45,11 @@ impl MessageBuilder {
         }
     }
 
+    /// The id of the model being built.
+    pub fn model_id(&self) -> &str {
+        &self.model.id
+    }
+
     /// The wire API of the model being built.
     pub fn api(&self) -> rein_protocol::model::Api {
         self.model.api

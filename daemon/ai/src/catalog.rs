@@ -4,6 +4,7 @@
 //! written; a configuration's `[providers.NAME.models."ID"]` table overrides any of them.
 //! A model missing from the table still works, with the defaults below and `known: false`.
 
+use crate::compat::{self, Compat};
 use rein_protocol::model::{Api, ModelCost, ModelInfo};
 
 /// Context window assumed for a model the catalog does not know.
@@ -88,6 +89,23 @@ pub struct CatalogModel {
     pub reasoning: bool,
     /// Dollars per million tokens: input, output, cache read, cache write.
     pub price: [f64; 4],
+    /// What its server needs beyond the wire API's common rules.
+    pub compat: Compat,
+}
+
+/// The standard settings, usable in a `const` table.
+const STANDARD: Compat = Compat {
+    stream_usage: true,
+    reasoning_effort: true,
+    reasoning_content: false,
+    max_tokens_field: compat::MaxTokensField::MaxTokens,
+};
+
+impl CatalogModel {
+    /// This row with other compatibility settings.
+    const fn with(self, compat: Compat) -> Self {
+        Self { compat, ..self }
+    }
 }
 
 // One argument per column keeps the table below readable as a table.
@@ -102,12 +120,23 @@ const fn row(
     reasoning: bool,
     price: [f64; 4],
 ) -> CatalogModel {
-    CatalogModel { provider, id, name, context_window, max_output_tokens, images, reasoning, price }
+    CatalogModel {
+        provider,
+        id,
+        name,
+        context_window,
+        max_output_tokens,
+        images,
+        reasoning,
+        price,
+        compat: STANDARD,
+    }
 }
 
 /// The well-known models.
 pub const MODELS: &[CatalogModel] = &[
-    row("openai", "gpt-5", "GPT-5", 400_000, 128_000, true, true, [1.25, 10.0, 0.125, 0.0]),
+    row("openai", "gpt-5", "GPT-5", 400_000, 128_000, true, true, [1.25, 10.0, 0.125, 0.0])
+        .with(compat::OPENAI_REASONING),
     row(
         "openai",
         "gpt-5-mini",
@@ -117,7 +146,8 @@ pub const MODELS: &[CatalogModel] = &[
         true,
         true,
         [0.25, 2.0, 0.025, 0.0],
-    ),
+    )
+    .with(compat::OPENAI_REASONING),
     row(
         "openai",
         "gpt-5-nano",
@@ -127,7 +157,8 @@ pub const MODELS: &[CatalogModel] = &[
         true,
         true,
         [0.05, 0.4, 0.005, 0.0],
-    ),
+    )
+    .with(compat::OPENAI_REASONING),
     row("openai", "gpt-4.1", "GPT-4.1", 1_047_576, 32_768, true, false, [2.0, 8.0, 0.5, 0.0]),
     row(
         "openai",
@@ -139,8 +170,10 @@ pub const MODELS: &[CatalogModel] = &[
         false,
         [0.4, 1.6, 0.1, 0.0],
     ),
-    row("openai", "o3", "o3", 200_000, 100_000, true, true, [2.0, 8.0, 0.5, 0.0]),
-    row("openai", "o4-mini", "o4-mini", 200_000, 100_000, true, true, [1.1, 4.4, 0.275, 0.0]),
+    row("openai", "o3", "o3", 200_000, 100_000, true, true, [2.0, 8.0, 0.5, 0.0])
+        .with(compat::OPENAI_REASONING),
+    row("openai", "o4-mini", "o4-mini", 200_000, 100_000, true, true, [1.1, 4.4, 0.275, 0.0])
+        .with(compat::OPENAI_REASONING),
     row(
         "anthropic",
         "claude-opus-4-1",
@@ -190,7 +223,8 @@ pub const MODELS: &[CatalogModel] = &[
         false,
         false,
         [0.28, 0.42, 0.028, 0.0],
-    ),
+    )
+    .with(compat::DEEPSEEK),
     row(
         "deepseek",
         "deepseek-reasoner",
@@ -200,7 +234,8 @@ pub const MODELS: &[CatalogModel] = &[
         false,
         true,
         [0.28, 0.42, 0.028, 0.0],
-    ),
+    )
+    .with(compat::DEEPSEEK),
     row(
         "groq",
         "llama-3.3-70b-versatile",

@@ -15,6 +15,7 @@
 //! The daemon owns the file and embeds [`ProvidersConfig`] in its own configuration struct;
 //! [`ProvidersConfig::from_toml`] parses a TOML string for callers that only need this part.
 
+use crate::compat::CompatOverride;
 use crate::retry::RetryPolicy;
 use rein_protocol::model::{Api, ModelCost};
 use serde::{Deserialize, Serialize};
@@ -82,6 +83,9 @@ pub struct ModelOverride {
     /// Dollars per million tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<ModelCost>,
+    /// Compatibility settings replacing the catalog's (`[providers.NAME.models."ID".compat]`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compat: Option<CompatOverride>,
 }
 
 /// The configuration could not be used.

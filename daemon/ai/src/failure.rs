@@ -46,9 +46,14 @@ impl Failure {
             return Self::fatal(ProviderErrorKind::ContextOverflow, message);
         }
         match error_type {
-            Some("overloaded_error" | "api_error" | "server_error" | "internal_server_error") => {
-                Self::transient(ProviderErrorKind::Http, message)
-            }
+            Some(
+                "overloaded_error"
+                | "api_error"
+                | "server_error"
+                | "internal_server_error"
+                | "service_unavailable"
+                | "timeout",
+            ) => Self::transient(ProviderErrorKind::Http, message),
             Some("rate_limit_error" | "rate_limit_exceeded") => {
                 Self::transient(ProviderErrorKind::RateLimited, message)
             }
@@ -57,6 +62,46 @@ impl Failure {
             }
             _ => Self::fatal(ProviderErrorKind::Http, message),
         }
+    }
+
+    /// An error object the provider put inside the stream, in any of the shapes servers use:
+    /// `{"message", "code", "type"}` where `code` may be text, an HTTP status number or
+    /// `null`, or the same wrapped in `{"error": …}`. A numeric code is read as an HTTP
+    /// status, so `502` is retried like a 502 response.
+    pub fn from_stream_error_value(error: &Value) -> Self {
+        let error = match error.get("error") {
+            Some(inner) if inner.is_object() => inner,
+            _ => error,
+        };
+        let text = match error.get("message").and_then(Value::as_str) {
+            Some(message) => message.to_string(),
+            None => match error.as_str() {
+                Some(text) => text.to_string(),
+                None => error.to_string(),
+            },
+        };
+        let status = ["code", "status"]
+            .iter()
+            .filter_map(|key| error.get(*key))
+            .find_map(|v| v.as_u64().or_else(|| v.as_str().and_then(|s| s.parse().ok())));
+        if let Some(status) = status.and_then(|s| u16::try_from(s).ok())
+            && let Ok(status) = StatusCode::from_u16(status)
+        {
+            let mut failure = Self::from_stream_error(&text, None);
+            if failure.kind == ProviderErrorKind::ContextOverflow {
+                return failure;
+            }
+            (failure.kind, failure.retryable) = match status.as_u16() {
+                401 | 403 => (ProviderErrorKind::Auth, false),
+                429 => (ProviderErrorKind::RateLimited, true),
+                408 | 500..=599 => (ProviderErrorKind::Http, true),
+                _ => (ProviderErrorKind::Http, false),
+            };
+            return failure;
+        }
+        // The first textual classification: `code` when it is text, else `type`.
+        let kind = ["code", "type"].iter().find_map(|key| error.get(*key)?.as_str());
+        Self::from_stream_error(&text, kind)
     }
 
     /// Classifies an HTTP error response from its status, headers and body.
@@ -251,6 +296,32 @@ mod tests {
             assert!(is_context_overflow(text), "{text}");
         }
         assert!(!is_context_overflow("rate limit reached"));
+    }
+
+    #[test]
+    fn stream_error_objects_with_null_or_numeric_codes_are_retried() {
+        use serde_json::json;
+        // A Responses `error` event of type `server_error` whose code is null.
+        let f = Failure::from_stream_error_value(
+            &json!({"type": "server_error", "code": null, "message": "The server had an error"}),
+        );
+        assert!(f.retryable, "{f:?}");
+        let f = Failure::from_stream_error_value(&json!({"type": "error", "error":
+            {"type": "server_error", "code": null, "message": "oops", "param": null}}));
+        assert!(f.retryable && f.message.contains("oops"), "{f:?}");
+        // An OpenRouter error chunk with an HTTP status as its code.
+        let f = Failure::from_stream_error_value(
+            &json!({"code": 502, "message": "Provider returned error"}),
+        );
+        assert!(f.retryable && f.kind == ProviderErrorKind::Http, "{f:?}");
+        let f = Failure::from_stream_error_value(&json!({"code": 429, "message": "slow"}));
+        assert_eq!((f.kind, f.retryable), (ProviderErrorKind::RateLimited, true));
+        let f = Failure::from_stream_error_value(&json!({"code": 400, "message": "bad"}));
+        assert!(!f.retryable);
+        let f = Failure::from_stream_error_value(
+            &json!({"code": "insufficient_quota", "type": "insufficient_quota", "message": "pay"}),
+        );
+        assert!(!f.retryable);
     }
 
     #[test]

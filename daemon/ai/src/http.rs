@@ -6,17 +6,22 @@
 //! is watched throughout: while connecting, streaming and waiting to retry.
 
 use crate::assemble::MessageBuilder;
+use crate::compat::{self, Compat, CompatOverride};
 use crate::failure::Failure;
 use crate::provider::{
     AssistantMessageEvent, EventStream, Provider, ProviderErrorKind, ProviderRequest,
 };
 use crate::registry::Environment;
 use crate::retry::RetryPolicy;
-use crate::wire::{Decoder, Step, auth_headers, endpoint, request_body, sse_events, unterminated};
+use crate::whole_reply;
+use crate::wire::{
+    Decoder, Step, auth_headers, endpoint, request_body_with, sse_events, unterminated,
+};
 use bytes::Bytes;
 use futures::channel::mpsc;
 use futures::{SinkExt, StreamExt};
 use rein_protocol::message::StopReason;
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -36,6 +41,9 @@ pub struct ProviderSettings {
     pub retry: RetryPolicy,
     /// Longest silence allowed on an open stream before it counts as dropped.
     pub idle_timeout: Duration,
+    /// Compatibility settings from the configuration, by model id (they replace the
+    /// catalog's).
+    pub compat: BTreeMap<String, CompatOverride>,
 }
 
 /// Building the HTTP client failed (for instance the TLS backend could not start).
@@ -109,7 +117,8 @@ impl Inner {
         let cancel = request.options.cancel.clone();
         let model = request.model.clone();
         let url = endpoint(model.api, &self.settings.base_url);
-        let body = match serde_json::to_vec(&request_body(&request)) {
+        let compat = self.compat(&model);
+        let body = match serde_json::to_vec(&request_body_with(&request, &compat)) {
             Ok(body) => Bytes::from(body),
             Err(error) => {
                 let message = MessageBuilder::new(&model, now_ms())
@@ -224,9 +233,35 @@ impl Inner {
         if !status.is_success() {
             let headers = response.headers().clone();
             let text = response.text().await.unwrap_or_default();
-            return Err(Failure::from_http(&self.settings.name, status, &headers, &text));
+            let mut failure = Failure::from_http(&self.settings.name, status, &headers, &text);
+            if matches!(status.as_u16(), 400 | 422)
+                && let Some(hint) =
+                    compat::rejected_parameter_hint(&self.settings.name, builder.model_id(), &text)
+            {
+                // Sending the same parameter again cannot help: say which setting drops it.
+                failure.message = format!("{}; {hint}", failure.message);
+                failure.retryable = false;
+            }
+            return Err(failure);
         }
         let mut decoder = Decoder::new(api);
+        if is_json(response.headers()) {
+            // The server ignored `stream: true`: its one body is the whole reply.
+            let text = response.text().await.map_err(|e| Failure::from_transport(&e))?;
+            for (name, data) in whole_reply::events(api, &text)? {
+                let step = decoder.on_event(&name, &data, builder)?;
+                if step == Step::Done {
+                    builder.finish_open_tool_calls();
+                }
+                for delta in builder.take_deltas() {
+                    tx.send(AssistantMessageEvent::Delta(delta)).await.map_err(|_| aborted())?;
+                }
+                if step == Step::Done {
+                    return Ok(());
+                }
+            }
+            return Err(unterminated());
+        }
         let mut events = std::pin::pin!(sse_events(response.bytes_stream()));
         while let Some(event) = events.next().await {
             let event = event.map_err(|error| {
@@ -249,6 +284,15 @@ impl Inner {
         Err(unterminated())
     }
 
+    /// The catalog's compatibility settings for `model`, with the configuration's overrides.
+    fn compat(&self, model: &rein_protocol::model::ModelInfo) -> Compat {
+        let catalog = compat::for_model(model);
+        match self.settings.compat.get(&model.id) {
+            Some(overrides) => catalog.with(overrides),
+            None => catalog,
+        }
+    }
+
     fn api_key(&self) -> Result<Option<String>, Failure> {
         let Some(variable) = &self.settings.api_key_env else {
             return Ok(None);
@@ -264,6 +308,14 @@ impl Inner {
             )),
         }
     }
+}
+
+/// True when a response's content type says JSON rather than an event stream.
+fn is_json(headers: &reqwest::header::HeaderMap) -> bool {
+    headers
+        .get(reqwest::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"))
 }
 
 fn aborted() -> Failure {

@@ -1,8 +1,8 @@
 //! Tool-call ids that the target API accepts.
 //!
 //! Ids come from whichever provider produced the call, and a session may switch providers.
-//! Anthropic wants `^[a-zA-Z0-9_-]{1,64}$`; OpenAI caps ids at 64 characters, and the Responses
-//! API names its call ids `call_…`. An id that already fits the target is sent unchanged; any
+//! Anthropic wants `^[a-zA-Z0-9_-]{1,64}$`; OpenAI's APIs reject ids longer than 40
+//! characters, and the Responses API names its call ids `call_…`. An id that already fits the target is sent unchanged; any
 //! other is replaced by a prefix and a hash of the original, so the rewrite is the same for a
 //! call and its result and two different ids never map to the same one.
 
@@ -10,7 +10,10 @@ use rein_protocol::model::Api;
 use sha2::{Digest, Sha256};
 use std::borrow::Cow;
 
-const MAX_LEN: usize = 64;
+/// Longest id Anthropic accepts.
+const ANTHROPIC_MAX_LEN: usize = 64;
+/// Longest id OpenAI's APIs accept (`tool_call_id`, `call_id`).
+const OPENAI_MAX_LEN: usize = 40;
 
 /// The id to send to `api` for a tool call (or its result) whose stored id is `id`.
 pub fn wire_tool_call_id(api: Api, id: &str) -> Cow<'_, str> {
@@ -28,8 +31,12 @@ pub fn wire_tool_call_id(api: Api, id: &str) -> Cow<'_, str> {
 
 /// Whether `id` may be sent to `api` as it is.
 pub fn is_valid(api: Api, id: &str) -> bool {
+    let max_len = match api {
+        Api::Anthropic => ANTHROPIC_MAX_LEN,
+        Api::OpenAiChat | Api::OpenAiResponses => OPENAI_MAX_LEN,
+    };
     let plain = !id.is_empty()
-        && id.len() <= MAX_LEN
+        && id.len() <= max_len
         && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
     match api {
         Api::Anthropic | Api::OpenAiChat => plain,
@@ -61,5 +68,19 @@ mod tests {
         let d = wire_tool_call_id(Api::OpenAiResponses, "toolu_01");
         assert!(d.starts_with("call_") && is_valid(Api::OpenAiResponses, &d));
         assert_eq!(wire_tool_call_id(Api::OpenAiChat, "").len(), 37);
+    }
+
+    #[test]
+    fn openai_ids_stay_within_40_characters() {
+        // 41 characters: fine for Anthropic, too long for OpenAI's APIs.
+        let id = format!("call_{}", "a".repeat(36));
+        assert_eq!(id.len(), 41);
+        assert_eq!(wire_tool_call_id(Api::Anthropic, &id), id.as_str());
+        for api in [Api::OpenAiChat, Api::OpenAiResponses] {
+            let sent = wire_tool_call_id(api, &id);
+            assert!(sent.len() <= 40 && sent != id.as_str(), "{sent}");
+        }
+        let exact = format!("call_{}", "b".repeat(35));
+        assert_eq!(wire_tool_call_id(Api::OpenAiChat, &exact), exact.as_str());
     }
 }

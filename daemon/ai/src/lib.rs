@@ -10,11 +10,13 @@
 //!   [`assemble::MessageBuilder`].
 //! - [`history`] and [`ids`]: rules for replaying history from another provider.
 //! - [`failure`] and [`retry`]: error classification and backoff.
+//! - [`compat`]: per-model settings for what one server needs beyond its API's rules.
 //! - [`config`], [`catalog`] and [`registry`]: from `provider/model` to a ready provider.
 
 pub mod anthropic;
 pub mod assemble;
 pub mod catalog;
+pub mod compat;
 pub mod config;
 pub mod cost;
 pub mod failure;
@@ -26,6 +28,7 @@ pub mod openai_responses;
 pub mod provider;
 pub mod registry;
 pub mod retry;
+pub mod whole_reply;
 pub mod wire;
 
 pub use config::{ConfigError, ModelOverride, ProviderConfig, ProvidersConfig};

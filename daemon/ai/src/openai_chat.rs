@@ -2,18 +2,19 @@
 //! DeepSeek, Ollama, llama.cpp, vLLM and LM Studio.
 
 use crate::assemble::MessageBuilder;
+use crate::compat::Compat;
 use crate::failure::Failure;
 use crate::history::{IMAGE_OMITTED, data_url, is_native, should_replay, thinking_as_text};
 use crate::ids::wire_tool_call_id;
 use crate::provider::ProviderRequest;
 use crate::wire::Step;
 use rein_protocol::message::{ContentBlock, Message, StopReason, Usage};
-use rein_protocol::model::{Api, ThinkingLevel};
+use rein_protocol::model::{Api, ModelInfo, ThinkingLevel};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// The request body for `POST {base_url}/chat/completions`.
-pub fn request_body(request: &ProviderRequest) -> Value {
+pub fn request_body(request: &ProviderRequest, compat: &Compat) -> Value {
     let model = &request.model;
     let mut messages = Vec::new();
     if !request.context.system_prompt.is_empty() {
@@ -38,13 +39,16 @@ pub fn request_body(request: &ProviderRequest) -> Value {
                 }
                 let native = is_native(assistant, model);
                 let mut text = String::new();
+                let mut reasoning = String::new();
                 let mut tool_calls = Vec::new();
                 for block in &assistant.content {
                     match block {
                         ContentBlock::Text { text: t } => text.push_str(t),
+                        ContentBlock::Thinking { thinking, redacted: false, .. } if native => {
+                            reasoning.push_str(thinking);
+                        }
                         ContentBlock::Thinking { thinking, redacted, .. } => {
-                            // Chat Completions takes no reasoning back; only foreign reasoning
-                            // is shown to the model, as text.
+                            // Foreign reasoning is shown to the model as text.
                             if !native && let Some(shown) = thinking_as_text(thinking, *redacted) {
                                 text.push_str(&shown);
                                 text.push('\n');
@@ -62,6 +66,11 @@ pub fn request_body(request: &ProviderRequest) -> Value {
                 entry["content"] = if text.is_empty() { Value::Null } else { Value::String(text) };
                 if !tool_calls.is_empty() {
                     entry["tool_calls"] = Value::Array(tool_calls);
+                    // The model's own reasoning goes back on its tool-calling turns (an empty
+                    // string when there was none: the field itself is required).
+                    if compat.reasoning_content {
+                        entry["reasoning_content"] = Value::String(reasoning);
+                    }
                 } else if entry["content"].is_null() {
                     continue;
                 }
@@ -85,8 +94,10 @@ pub fn request_body(request: &ProviderRequest) -> Value {
         "model": model.id,
         "messages": messages,
         "stream": true,
-        "stream_options": {"include_usage": true},
     });
+    if compat.stream_usage {
+        body["stream_options"] = json!({"include_usage": true});
+    }
     if !request.context.tools.is_empty() {
         let tools: Vec<Value> = request
             .context
@@ -101,15 +112,22 @@ pub fn request_body(request: &ProviderRequest) -> Value {
         body["tools"] = Value::Array(tools);
     }
     if let Some(max) = request.options.max_tokens {
-        body["max_tokens"] = json!(max);
+        body[compat.max_tokens_field.as_str()] = json!(clamp_output(max, model));
     }
     if let Some(temperature) = request.options.temperature {
         body["temperature"] = json!(temperature);
     }
-    if model.reasoning && request.options.thinking != ThinkingLevel::Off {
+    if model.reasoning && request.options.thinking != ThinkingLevel::Off && compat.reasoning_effort
+    {
         body["reasoning_effort"] = json!(effort(request.options.thinking));
     }
     body
+}
+
+/// An output token cap within the model's limit (servers reject a larger one), at least 1.
+pub fn clamp_output(requested: u64, model: &ModelInfo) -> u64 {
+    let limit = if model.max_output_tokens > 0 { model.max_output_tokens } else { u64::MAX };
+    requested.clamp(1, limit)
 }
 
 /// The OpenAI effort name for a thinking level.
@@ -170,7 +188,7 @@ fn image_part(block: &ContentBlock) -> Option<Value> {
 #[derive(Deserialize)]
 struct Chunk<'a> {
     #[serde(default, borrow)]
-    choices: Vec<Choice<'a>>,
+    choices: Option<Vec<Choice<'a>>>,
     #[serde(default)]
     usage: Option<WireUsage>,
     #[serde(default)]
@@ -185,16 +203,46 @@ struct Choice<'a> {
     finish_reason: Option<&'a str>,
 }
 
+/// Every field may be absent or an explicit `null` (SGLang, vLLM); fields rein does not use
+/// (`role`, `function_call`, `refusal`, `reasoning_details`, …) are ignored whatever they hold.
 #[derive(Deserialize)]
 struct Delta<'a> {
     #[serde(default, borrow)]
-    content: Option<std::borrow::Cow<'a, str>>,
+    content: Option<Content<'a>>,
     #[serde(default, borrow)]
     reasoning_content: Option<std::borrow::Cow<'a, str>>,
     #[serde(default, borrow)]
     reasoning: Option<std::borrow::Cow<'a, str>>,
     #[serde(default, borrow)]
-    tool_calls: Vec<ToolCallDelta<'a>>,
+    tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+}
+
+/// `delta.content`: text, or (Mistral's reasoning models) an array of typed parts.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Content<'a> {
+    Text(#[serde(borrow)] std::borrow::Cow<'a, str>),
+    Parts(Vec<Value>),
+}
+
+/// Text and thinking from an array of content parts, in order: `{"type": "text", "text"}` and
+/// `{"type": "thinking", "thinking": [parts…] | "…"}`; other part types are skipped.
+fn push_parts(parts: &[Value], out: &mut MessageBuilder) {
+    for part in parts {
+        match part.get("type").and_then(Value::as_str) {
+            Some("text") => out.push_text(part.get("text").and_then(Value::as_str).unwrap_or("")),
+            Some("thinking") => match part.get("thinking") {
+                Some(Value::String(text)) => out.push_thinking(text),
+                Some(Value::Array(inner)) => {
+                    for piece in inner {
+                        out.push_thinking(piece.get("text").and_then(Value::as_str).unwrap_or(""));
+                    }
+                }
+                _ => {}
+            },
+            _ => {}
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -212,7 +260,26 @@ struct FunctionDelta<'a> {
     #[serde(default, borrow)]
     name: Option<std::borrow::Cow<'a, str>>,
     #[serde(default, borrow)]
-    arguments: Option<std::borrow::Cow<'a, str>>,
+    arguments: Option<Arguments<'a>>,
+}
+
+/// Tool-call arguments: JSON text as the API documents, or (some local servers) the JSON
+/// object itself.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Arguments<'a> {
+    Text(#[serde(borrow)] std::borrow::Cow<'a, str>),
+    Object(Value),
+}
+
+impl Arguments<'_> {
+    fn text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Self::Text(text) => std::borrow::Cow::Borrowed(text.as_ref()),
+            Self::Object(Value::Null) => std::borrow::Cow::Borrowed(""),
+            Self::Object(value) => std::borrow::Cow::Owned(value.to_string()),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -256,24 +323,26 @@ impl ChatDecoder {
         let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|e| {
             Failure::fatal(crate::ProviderErrorKind::Protocol, format!("malformed chunk: {e}"))
         })?;
-        if let Some(error) = chunk.error {
-            let text = error
-                .get("message")
-                .and_then(Value::as_str)
-                .map_or_else(|| error.to_string(), str::to_string);
-            let kind = error.get("code").or_else(|| error.get("type")).and_then(Value::as_str);
-            return Err(Failure::from_stream_error(&text, kind));
+        if let Some(error) = chunk.error.filter(|e| !e.is_null()) {
+            return Err(Failure::from_stream_error_value(&error));
         }
-        for choice in chunk.choices {
+        for choice in chunk.choices.into_iter().flatten() {
             if let Some(delta) = choice.delta {
-                if let Some(reasoning) = delta.reasoning_content.or(delta.reasoning) {
+                // vLLM sends both names; some servers send an empty one next to the real one.
+                let reasoning = [delta.reasoning_content, delta.reasoning]
+                    .into_iter()
+                    .flatten()
+                    .find(|text| !text.is_empty());
+                if let Some(reasoning) = reasoning {
                     out.push_thinking(&reasoning);
                 }
-                if let Some(content) = delta.content {
-                    out.push_text(&content);
+                match delta.content {
+                    Some(Content::Text(text)) => out.push_text(&text),
+                    Some(Content::Parts(parts)) => push_parts(&parts, out),
+                    None => {}
                 }
-                for call in delta.tool_calls {
-                    self.on_tool_call(call, out);
+                for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
+                    self.on_tool_call(call, position, out);
                 }
             }
             if let Some(reason) = choice.finish_reason {
@@ -298,11 +367,13 @@ impl ChatDecoder {
         Ok(Step::Continue)
     }
 
-    fn on_tool_call(&mut self, call: ToolCallDelta<'_>, out: &mut MessageBuilder) {
-        let wire_index = call.index.unwrap_or(0);
+    /// One tool-call fragment, `position` being its place in the delta's array (the index of
+    /// servers that send whole calls without `index`, like Ollama).
+    fn on_tool_call(&mut self, call: ToolCallDelta<'_>, position: usize, out: &mut MessageBuilder) {
+        let wire_index = call.index.unwrap_or(position);
         let id = call.id.as_deref().filter(|id| !id.is_empty());
         let (name, arguments) = match &call.function {
-            Some(f) => (f.name.as_deref(), f.arguments.as_deref()),
+            Some(f) => (f.name.as_deref(), f.arguments.as_ref().map(Arguments::text)),
             None => (None, None),
         };
         let existing = self.calls.iter().rposition(|(i, _, _)| *i == wire_index);
@@ -327,15 +398,16 @@ impl ChatDecoder {
             block
         };
         if let Some(arguments) = arguments {
-            out.append_tool_arguments(block, arguments);
+            out.append_tool_arguments(block, &arguments);
         }
     }
 }
 
 fn stop_reason(reason: &str) -> StopReason {
     match reason {
-        "length" => StopReason::Length,
+        "length" | "max_tokens" => StopReason::Length,
         "tool_calls" | "function_call" => StopReason::ToolUse,
+        "content_filter" => StopReason::ContentFilter,
         _ => StopReason::Stop,
     }
 }

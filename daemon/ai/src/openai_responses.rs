@@ -6,10 +6,11 @@
 //! with the id `call_id|fc_id` so that its output item id can be replayed with it too.
 
 use crate::assemble::MessageBuilder;
+use crate::compat::Compat;
 use crate::failure::Failure;
 use crate::history::{IMAGE_OMITTED, data_url, is_native, should_replay, thinking_as_text};
 use crate::ids::wire_tool_call_id;
-use crate::openai_chat::{arguments_text, effort};
+use crate::openai_chat::{arguments_text, clamp_output, effort};
 use crate::provider::{ProviderErrorKind, ProviderRequest};
 use crate::wire::Step;
 use rein_protocol::message::{ContentBlock, Message, StopReason, Usage};
@@ -17,7 +18,7 @@ use rein_protocol::model::{Api, ThinkingLevel};
 use serde_json::{Value, json};
 
 /// The request body for `POST {base_url}/responses`.
-pub fn request_body(request: &ProviderRequest) -> Value {
+pub fn request_body(request: &ProviderRequest, compat: &Compat) -> Value {
     let model = &request.model;
     let mut input = Vec::new();
     for message in &request.context.messages {
@@ -35,6 +36,16 @@ pub fn request_body(request: &ProviderRequest) -> Value {
                     continue;
                 }
                 let native = is_native(assistant, model);
+                // With `store: false` the server keeps nothing: a reasoning item can only be
+                // replayed with its `encrypted_content`, and a function call may name its
+                // `fc_…` item only next to the reasoning item that produced it.
+                let replayable = |block: &ContentBlock| match block {
+                    ContentBlock::Thinking { signature, .. } => {
+                        native && replayable_reasoning(signature.as_deref()).is_some()
+                    }
+                    _ => true,
+                };
+                let all_reasoning_replayed = assistant.content.iter().all(replayable);
                 for block in &assistant.content {
                     match block {
                         ContentBlock::Text { text } if !text.is_empty() => input.push(json!({
@@ -45,10 +56,7 @@ pub fn request_body(request: &ProviderRequest) -> Value {
                             let item = signature
                                 .as_deref()
                                 .filter(|_| native)
-                                .and_then(|s| serde_json::from_str::<Value>(s).ok())
-                                .filter(|item| {
-                                    item.get("type").and_then(Value::as_str) == Some("reasoning")
-                                });
+                                .and_then(|s| replayable_reasoning(Some(s)));
                             if let Some(item) = item {
                                 input.push(item);
                             } else if let Some(text) = thinking_as_text(thinking, *redacted) {
@@ -66,7 +74,9 @@ pub fn request_body(request: &ProviderRequest) -> Value {
                                 "name": call.name,
                                 "arguments": arguments_text(&call.arguments),
                             });
-                            if let Some(item_id) = item_id.filter(|_| native) {
+                            if let Some(item_id) =
+                                item_id.filter(|_| native && all_reasoning_replayed)
+                            {
                                 item["id"] = json!(item_id);
                             }
                             input.push(item);
@@ -122,16 +132,30 @@ pub fn request_body(request: &ProviderRequest) -> Value {
         body["tools"] = Value::Array(tools);
     }
     if let Some(max) = request.options.max_tokens {
-        body["max_output_tokens"] = json!(max);
+        body["max_output_tokens"] = json!(clamp_output(max, model));
     }
     if let Some(temperature) = request.options.temperature {
         body["temperature"] = json!(temperature);
     }
-    if model.reasoning && request.options.thinking != ThinkingLevel::Off {
+    // Always asked for, whatever the thinking level: a model that reasons by default (and
+    // models the catalog does not know) still returns reasoning items, and with
+    // `store: false` only their encrypted content lets them be replayed.
+    body["include"] = json!(["reasoning.encrypted_content"]);
+    if model.reasoning && request.options.thinking != ThinkingLevel::Off && compat.reasoning_effort
+    {
         body["reasoning"] = json!({"effort": effort(request.options.thinking), "summary": "auto"});
-        body["include"] = json!(["reasoning.encrypted_content"]);
     }
     body
+}
+
+/// The stored reasoning item to send back, when it carries the `encrypted_content` a
+/// stateless (`store: false`) request needs; an item without it names an id the server has
+/// not kept ("Item with id 'rs_…' not found").
+fn replayable_reasoning(signature: Option<&str>) -> Option<Value> {
+    let item: Value = serde_json::from_str(signature?).ok()?;
+    let encrypted = item.get("encrypted_content").and_then(Value::as_str)?;
+    (item.get("type").and_then(Value::as_str) == Some("reasoning") && !encrypted.is_empty())
+        .then_some(item)
 }
 
 /// Splits a stored Responses tool-call id, `call_id|item_id`, into its call id and the
@@ -173,7 +197,16 @@ struct Fragment<'a> {
     #[serde(default)]
     summary_index: Option<u64>,
     #[serde(default, borrow)]
-    delta: Option<std::borrow::Cow<'a, str>>,
+    delta: Option<DeltaValue<'a>>,
+}
+
+/// A fragment's `delta`: text for the events rein reads; hosted-tool events put other JSON
+/// there, which is skipped.
+#[derive(serde::Deserialize)]
+#[serde(untagged)]
+enum DeltaValue<'a> {
+    Text(#[serde(borrow)] std::borrow::Cow<'a, str>),
+    Other(serde::de::IgnoredAny),
 }
 
 /// Decodes a Responses SSE stream into a [`MessageBuilder`].
@@ -196,7 +229,7 @@ impl ResponsesDecoder {
         };
         // Fragments are most of the stream: read them without building a JSON tree.
         let fragment: Fragment<'_> = serde_json::from_str(data).map_err(malformed)?;
-        if let Some(delta) = &fragment.delta {
+        if let Some(DeltaValue::Text(delta)) = &fragment.delta {
             let output_index = fragment.output_index;
             match fragment.kind.as_ref() {
                 "response.output_text.delta" | "response.refusal.delta" => {
@@ -271,22 +304,22 @@ impl ResponsesDecoder {
                 }
                 let incomplete = fragment.kind == "response.incomplete"
                     || response.get("status").and_then(Value::as_str) == Some("incomplete");
-                out.set_stop_reason(if incomplete { StopReason::Length } else { StopReason::Stop });
+                let reason = response.pointer("/incomplete_details/reason").and_then(Value::as_str);
+                out.set_stop_reason(match (incomplete, reason) {
+                    (true, Some("content_filter")) => StopReason::ContentFilter,
+                    (true, _) => StopReason::Length,
+                    (false, _) => StopReason::Stop,
+                });
                 return Ok(Step::Done);
             }
             "response.failed" => {
                 let error = &event["response"]["error"];
-                let text =
-                    error.get("message").and_then(Value::as_str).unwrap_or("response failed");
-                let code = error.get("code").and_then(Value::as_str);
-                return Err(Failure::from_stream_error(text, code));
+                if error.is_object() {
+                    return Err(Failure::from_stream_error_value(error));
+                }
+                return Err(Failure::from_stream_error("response failed", None));
             }
-            "error" => {
-                let error = event.get("error").unwrap_or(&event);
-                let text = error.get("message").and_then(Value::as_str).unwrap_or("stream error");
-                let code = error.get("code").or_else(|| error.get("type")).and_then(Value::as_str);
-                return Err(Failure::from_stream_error(text, code));
-            }
+            "error" => return Err(Failure::from_stream_error_value(&event)),
             _ => {}
         }
         Ok(Step::Continue)

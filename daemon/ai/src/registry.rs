@@ -117,6 +117,7 @@ impl Registry {
                 headers: Vec::new(),
                 retry: config.retry.clone(),
                 idle_timeout: Duration::from_secs(300),
+                compat: BTreeMap::new(),
             };
             let entry = ProviderEntry { api: builtin.api, settings, models: BTreeMap::new() };
             entries.insert(builtin.name.to_string(), entry);
@@ -146,6 +147,11 @@ impl Registry {
                 headers: table.headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                 retry: config.retry.clone(),
                 idle_timeout: Duration::from_secs(table.idle_timeout_secs.unwrap_or(300)),
+                compat: table
+                    .models
+                    .iter()
+                    .filter_map(|(id, model)| Some((id.clone(), model.compat?)))
+                    .collect(),
             };
             entries.insert(
                 name.clone(),

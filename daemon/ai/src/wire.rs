@@ -3,6 +3,7 @@
 
 use crate::anthropic::{self, AnthropicDecoder};
 use crate::assemble::MessageBuilder;
+use crate::compat::{self, Compat};
 use crate::failure::Failure;
 use crate::openai_chat::{self, ChatDecoder};
 use crate::openai_responses::{self, ResponsesDecoder};
@@ -34,12 +35,17 @@ pub fn endpoint(api: Api, base_url: &str) -> String {
     }
 }
 
-/// The JSON request body for `api`.
+/// The JSON request body for the model's API, with the catalog's compatibility settings.
 pub fn request_body(request: &ProviderRequest) -> Value {
+    request_body_with(request, &compat::for_model(&request.model))
+}
+
+/// The JSON request body for the model's API, with the given compatibility settings.
+pub fn request_body_with(request: &ProviderRequest, compat: &Compat) -> Value {
     match request.model.api {
-        Api::OpenAiChat => openai_chat::request_body(request),
-        Api::OpenAiResponses => openai_responses::request_body(request),
-        Api::Anthropic => anthropic::request_body(request),
+        Api::OpenAiChat => openai_chat::request_body(request, compat),
+        Api::OpenAiResponses => openai_responses::request_body(request, compat),
+        Api::Anthropic => anthropic::request_body(request, compat),
     }
 }
 
@@ -175,7 +181,10 @@ where
 mod tests {
     use super::*;
     use crate::provider::{RequestContext, StreamOptions};
-    use rein_protocol::message::{ContentBlock, StopReason, ToolCall};
+    use rein_protocol::message::{
+        AssistantMessage, ContentBlock, Message, StopReason, ToolCall, ToolResultMessage,
+        UserMessage,
+    };
     use rein_protocol::model::{ModelCost, ThinkingLevel};
     use serde_json::json;
     use std::convert::Infallible;
@@ -330,13 +339,223 @@ mod tests {
         assert_eq!(body["reasoning"]["effort"], "low");
         assert_eq!(body["include"][0], "reasoning.encrypted_content");
         assert_eq!(body["store"], false);
-        let body = request_body(&request(Api::Anthropic, ThinkingLevel::Medium, true));
+        let mut medium = request(Api::Anthropic, ThinkingLevel::Medium, true);
+        medium.model.max_output_tokens = 64_000;
+        medium.options.max_tokens = Some(500);
+        let body = request_body(&medium);
         assert_eq!(body["thinking"]["budget_tokens"], 8192);
         assert_eq!(body["max_tokens"], 8192 + 1024);
         assert!(body.get("temperature").is_none());
         let body = request_body(&request(Api::Anthropic, ThinkingLevel::Off, true));
         assert_eq!(body["max_tokens"], 500);
         assert_eq!(body["temperature"], 0.5);
+        // A 500-token limit has no room for the smallest budget: thinking stays off.
+        let body = request_body(&request(Api::Anthropic, ThinkingLevel::Medium, true));
+        assert!(body.get("thinking").is_none() && body["max_tokens"] == 500, "{body}");
+    }
+
+    #[test]
+    fn max_tokens_stay_within_the_catalog_output_limit() {
+        // Claude Opus 4.1 writes at most 32,000 tokens; the xhigh budget alone is 32,000.
+        let opus = crate::catalog::model_info("anthropic", "claude-opus-4-1", Api::Anthropic);
+        let request = ProviderRequest {
+            model: opus,
+            context: RequestContext::default(),
+            options: StreamOptions { thinking: ThinkingLevel::Xhigh, ..StreamOptions::default() },
+        };
+        let body = request_body(&request);
+        let max = body["max_tokens"].as_u64().unwrap();
+        let budget = body["thinking"]["budget_tokens"].as_u64().unwrap();
+        assert!(max <= 32_000 && budget < max && budget >= 1024, "{body}");
+        // The OpenAI APIs: a requested cap above the limit is lowered to it.
+        let mut chat = request.clone();
+        chat.model = crate::catalog::model_info("groq", "llama-3.3-70b-versatile", Api::OpenAiChat);
+        chat.options.max_tokens = Some(100_000);
+        assert_eq!(request_body(&chat)["max_tokens"], 32_768);
+        let mut responses = request;
+        responses.model = crate::catalog::model_info("openai", "gpt-4.1", Api::OpenAiResponses);
+        responses.options.max_tokens = Some(1_000_000);
+        assert_eq!(request_body(&responses)["max_output_tokens"], 32_768);
+    }
+
+    fn assistant_turn(model: &ModelInfo, content: Vec<ContentBlock>) -> Message {
+        Message::Assistant(AssistantMessage {
+            content,
+            api: model.api.as_str().into(),
+            provider: model.provider.clone(),
+            model: model.id.clone(),
+            usage: Default::default(),
+            stop_reason: StopReason::ToolUse,
+            error_message: None,
+            timestamp: 0,
+        })
+    }
+
+    fn tool_loop(model: &ModelInfo, first: Vec<ContentBlock>) -> ProviderRequest {
+        let call_id = first
+            .iter()
+            .find_map(|b| match b {
+                ContentBlock::ToolCall(call) => Some(call.id.clone()),
+                _ => None,
+            })
+            .unwrap();
+        ProviderRequest {
+            model: model.clone(),
+            context: RequestContext {
+                system_prompt: String::new(),
+                messages: vec![
+                    Message::User(UserMessage::text("list files", 0)),
+                    assistant_turn(model, first),
+                    Message::ToolResult(ToolResultMessage {
+                        tool_call_id: call_id,
+                        tool_name: "bash".into(),
+                        content: vec![ContentBlock::text("a.rs")],
+                        is_error: false,
+                        details: None,
+                        timestamp: 0,
+                    }),
+                ],
+                tools: vec![],
+            },
+            options: StreamOptions::default(),
+        }
+    }
+
+    fn bash_call(id: &str) -> ContentBlock {
+        ContentBlock::ToolCall(ToolCall {
+            id: id.into(),
+            name: "bash".into(),
+            arguments: json!({}),
+        })
+    }
+
+    #[test]
+    fn stateless_responses_replay_only_reasoning_the_server_can_resolve() {
+        let gpt5 = crate::catalog::model_info("openai", "gpt-5", Api::OpenAiResponses);
+        // A reasoning item as a server returns it when encrypted content was not asked for.
+        let bare = json!({"type": "reasoning", "id": "rs_1", "summary": []}).to_string();
+        let request = tool_loop(
+            &gpt5,
+            vec![
+                ContentBlock::Thinking {
+                    thinking: String::new(),
+                    signature: Some(bare),
+                    redacted: false,
+                },
+                bash_call("call_1|fc_1"),
+            ],
+        );
+        let body = request_body(&request);
+        let input = body["input"].as_array().unwrap();
+        assert!(input.iter().all(|item| item["type"] != "reasoning"), "{body}");
+        let call = input.iter().find(|item| item["type"] == "function_call").unwrap();
+        assert!(call.get("id").is_none(), "an fc_ id without its reasoning item: {call}");
+        // Encrypted content is asked for at every thinking level, `off` included.
+        assert_eq!(body["include"], json!(["reasoning.encrypted_content"]));
+        // With encrypted content the item and the fc_ id go back.
+        let full = json!({"type": "reasoning", "id": "rs_1", "summary": [],
+            "encrypted_content": "gAAA"})
+        .to_string();
+        let request = tool_loop(
+            &gpt5,
+            vec![
+                ContentBlock::Thinking {
+                    thinking: String::new(),
+                    signature: Some(full),
+                    redacted: false,
+                },
+                bash_call("call_1|fc_1"),
+            ],
+        );
+        let body = request_body(&request);
+        assert_eq!(body["input"][1]["encrypted_content"], "gAAA");
+        assert_eq!(body["input"][2]["id"], "fc_1");
+    }
+
+    #[test]
+    fn deepseek_tool_call_turns_carry_their_reasoning_content() {
+        let reasoner = crate::catalog::model_info("deepseek", "deepseek-reasoner", Api::OpenAiChat);
+        let thinking =
+            ContentBlock::Thinking { thinking: "need ls".into(), signature: None, redacted: false };
+        let body = request_body(&tool_loop(&reasoner, vec![thinking, bash_call("call_1")]));
+        assert_eq!(body["messages"][1]["reasoning_content"], "need ls", "{body}");
+        // Required even when the turn had no reasoning.
+        let body = request_body(&tool_loop(&reasoner, vec![bash_call("call_1")]));
+        assert_eq!(body["messages"][1]["reasoning_content"], "", "{body}");
+        // Other servers get no such field.
+        let local = crate::catalog::model_info("local", "qwen3", Api::OpenAiChat);
+        let body = request_body(&tool_loop(&local, vec![bash_call("call_1")]));
+        assert!(body["messages"][1].get("reasoning_content").is_none(), "{body}");
+    }
+
+    #[test]
+    fn compat_settings_drop_parameters_and_rename_the_output_cap() {
+        let mut request = request(Api::OpenAiChat, ThinkingLevel::High, true);
+        request.options.max_tokens = Some(100);
+        let off =
+            Compat { stream_usage: false, reasoning_effort: false, ..compat::OPENAI_REASONING };
+        let body = request_body_with(&request, &off);
+        assert!(body.get("stream_options").is_none() && body.get("reasoning_effort").is_none());
+        assert!(body.get("max_tokens").is_none() && body["max_completion_tokens"] == 100);
+    }
+
+    #[test]
+    fn chat_deltas_with_nulls_parts_and_both_reasoning_names_are_read() {
+        let stream = concat!(
+            // SGLang writes every unset field as null.
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":null,\"content\":\"a\",",
+            "\"reasoning_content\":null,\"tool_calls\":null,\"function_call\":null},",
+            "\"finish_reason\":null}],\"usage\":null}\n\n",
+            // An empty reasoning_content next to a real `reasoning`.
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"\",",
+            "\"reasoning\":\"hm\"}}]}\n\n",
+            // Mistral's typed content parts.
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":[{\"type\":\"thinking\",",
+            "\"thinking\":[{\"type\":\"text\",\"text\":\"t\"}]},{\"type\":\"text\",\"text\":\"b\"}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"content_filter\"}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let message = run(Api::OpenAiChat, stream, 9).unwrap();
+        assert_eq!(message.text(), "ab");
+        let thinking: String = message
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Thinking { thinking, .. } => Some(thinking.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(thinking, "hmt");
+        assert_eq!(message.stop_reason, StopReason::ContentFilter);
+    }
+
+    #[test]
+    fn responses_events_with_non_text_deltas_are_skipped() {
+        let events = [
+            json!({"type":"response.mcp_call_arguments.delta","output_index":0,"delta":{"q":1}}),
+            json!({"type":"response.output_text.delta","output_index":1,"delta":"ok"}),
+            json!({"type":"response.incomplete","response":{"status":"incomplete",
+                "incomplete_details":{"reason":"content_filter"}}}),
+        ];
+        let text: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+        let message = run(Api::OpenAiResponses, &text, 7).unwrap();
+        assert_eq!(message.text(), "ok");
+        assert_eq!(message.stop_reason, StopReason::ContentFilter);
+    }
+
+    #[test]
+    fn anthropic_events_without_event_lines_are_read_by_their_type() {
+        let events = [
+            json!({"type":"message_start","message":{"usage":{"input_tokens":3}}}),
+            json!({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}),
+            json!({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"hi"}}),
+            json!({"type":"message_delta","delta":{"stop_reason":"refusal"},"usage":{"output_tokens":1}}),
+            json!({"type":"message_stop"}),
+        ];
+        let text: String = events.iter().map(|e| format!("data: {e}\n\n")).collect();
+        let message = run(Api::Anthropic, &text, 5).unwrap();
+        assert_eq!(message.text(), "hi");
+        assert_eq!(message.stop_reason, StopReason::ContentFilter);
     }
 
     #[test]

@@ -43,6 +43,7 @@ fn stop_reason_text(reason: StopReason) -> &'static str {
         StopReason::Stop => "stop",
         StopReason::Length => "length",
         StopReason::ToolUse => "tool_use",
+        StopReason::ContentFilter => "content_filter",
         StopReason::Error => "error",
         StopReason::Aborted => "aborted",
     }

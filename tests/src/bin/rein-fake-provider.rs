@@ -57,6 +57,7 @@ async fn main() -> ExitCode {
         delay_ms: args.delay_ms,
         loop_script: args.loop_script,
         port: args.port,
+        skip_validation: false,
     };
     let fake = match FakeProvider::start_with(script, options).await {
         Ok(fake) => fake,

@@ -8,6 +8,11 @@
 //! answers HTTP 500 with a text saying so, so a test that asks more than it scripted fails
 //! loudly. In loop mode the script starts over instead.
 //!
+//! Every request is also checked against its API's documented rules ([`validate`]): one that
+//! breaks them is answered HTTP 400 like a real server would, recorded in
+//! [`FakeProvider::violations`], and fails the test when the server is dropped. Tests that
+//! post deliberately malformed bodies set [`FakeOptions::skip_validation`].
+//!
 //! # Script format (JSON)
 //!
 //! A script is an array of replies:
@@ -58,9 +63,10 @@
 pub mod encode;
 pub mod script;
 mod server;
+pub mod validate;
 
 pub use encode::WireFormat;
-pub use script::{Fault, Reply, ScriptBlock, ScriptStop, ScriptToolCall, ScriptUsage};
+pub use script::{Fault, RawReply, Reply, ScriptBlock, ScriptStop, ScriptToolCall, ScriptUsage};
 
 use serde_json::Value;
 use std::collections::VecDeque;
@@ -80,6 +86,9 @@ pub struct FakeOptions {
     pub loop_script: bool,
     /// The port to listen on; 0 picks a free one.
     pub port: u16,
+    /// Accept requests that break their API's rules (see [`validate`]); by default they are
+    /// answered with HTTP 400 and recorded as violations.
+    pub skip_validation: bool,
 }
 
 /// One request the server received.
@@ -108,6 +117,7 @@ struct State {
     queue: VecDeque<Reply>,
     script: Vec<Reply>,
     requests: Vec<RecordedRequest>,
+    violations: Vec<String>,
     next_call_id: usize,
 }
 
@@ -158,6 +168,12 @@ impl FakeProvider {
         self.lock().requests.clone()
     }
 
+    /// Every rule the received requests broke, as `request N: what` (empty when all were
+    /// valid).
+    pub fn violations(&self) -> Vec<String> {
+        self.lock().violations.clone()
+    }
+
     /// Appends a reply to the script.
     pub fn push(&self, reply: Reply) {
         let mut state = self.lock();
@@ -176,8 +192,17 @@ impl FakeProvider {
 }
 
 impl Drop for FakeProvider {
+    /// Stops the server, and fails the test when any request it received broke its API's
+    /// rules (unless the test is already failing).
     fn drop(&mut self) {
         self.task.abort();
+        let violations = self.violations();
+        if !violations.is_empty() && !std::thread::panicking() {
+            panic!(
+                "the fake provider received requests a real server would reject:\n{}",
+                violations.join("\n")
+            );
+        }
     }
 }
 
@@ -185,6 +210,24 @@ impl Drop for FakeProvider {
 mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    fn unchecked() -> FakeOptions {
+        FakeOptions { skip_validation: true, ..FakeOptions::default() }
+    }
+
+    #[tokio::test]
+    async fn requests_breaking_their_api_rules_are_refused_and_recorded() {
+        let fake = FakeProvider::start(vec![Reply::text("hi")]).await.unwrap();
+        let body =
+            r#"{"model":"m","max_tokens":10,"messages":[{"role":"assistant","content":"x"}]}"#;
+        let response = post(&fake, "/v1/messages", body).await;
+        assert!(response.starts_with("HTTP/1.1 400"), "{response}");
+        assert!(response.contains("first message must use the `user` role"), "{response}");
+        assert_eq!(fake.remaining(), 1, "a refused request consumes no reply");
+        assert_eq!(fake.violations().len(), 1);
+        let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(fake)));
+        assert!(dropped.is_err(), "dropping a fake that saw invalid requests fails the test");
+    }
 
     /// Posts `body` to `path` with a bare HTTP/1.1 client and returns the whole response.
     async fn post(fake: &FakeProvider, path: &str, body: &str) -> String {
@@ -202,7 +245,7 @@ mod tests {
 
     #[tokio::test]
     async fn replies_follow_the_script_then_fail_loudly() {
-        let fake = FakeProvider::start(vec![Reply::text("hi")]).await.unwrap();
+        let fake = FakeProvider::start_with(vec![Reply::text("hi")], unchecked()).await.unwrap();
         let first = post(&fake, "/v1/chat/completions", r#"{"model":"m"}"#).await;
         assert!(first.starts_with("HTTP/1.1 200 OK"));
         assert!(first.contains("\"content\":\"hi\"") && first.contains("data: [DONE]"));
@@ -222,7 +265,7 @@ mod tests {
 
     #[tokio::test]
     async fn loop_mode_starts_over_and_unknown_paths_are_refused() {
-        let options = FakeOptions { loop_script: true, ..FakeOptions::default() };
+        let options = FakeOptions { loop_script: true, ..unchecked() };
         let fake = FakeProvider::start_with(vec![Reply::text("a"), Reply::text("b")], options)
             .await
             .unwrap();
@@ -242,7 +285,7 @@ mod tests {
             retry_after_ms: Some(1500),
             ..Reply::fault(Fault::RateLimit)
         };
-        let fake = FakeProvider::start(vec![reply]).await.unwrap();
+        let fake = FakeProvider::start_with(vec![reply], unchecked()).await.unwrap();
         let response = post(&fake, "/v1/responses", "{}").await;
         assert!(response.starts_with("HTTP/1.1 429"));
         assert!(

@@ -38,6 +38,40 @@ pub struct Reply {
     pub delta_size: Option<usize>,
     /// End SSE lines with CRLF instead of LF.
     pub crlf: bool,
+    /// Exact bytes to answer with instead of a scripted stream (for replaying recordings);
+    /// set from code, not from JSON scripts.
+    #[serde(skip)]
+    pub raw: Option<RawReply>,
+}
+
+/// A reply sent byte for byte: HTTP 200 with `content_type`, each chunk one network write.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RawReply {
+    /// The `content-type` header, e.g. `text/event-stream`.
+    pub content_type: String,
+    /// The body, in the pieces it is written in.
+    pub chunks: Vec<Vec<u8>>,
+}
+
+impl RawReply {
+    /// An event stream written in the given pieces.
+    pub fn event_stream(chunks: Vec<Vec<u8>>) -> Reply {
+        Reply {
+            raw: Some(Self { content_type: "text/event-stream".into(), chunks }),
+            ..Reply::default()
+        }
+    }
+
+    /// A JSON body (a server that ignored `stream: true`).
+    pub fn json(body: &serde_json::Value) -> Reply {
+        Reply {
+            raw: Some(Self {
+                content_type: "application/json".into(),
+                chunks: vec![body.to_string().into_bytes()],
+            }),
+            ..Reply::default()
+        }
+    }
 }
 
 /// A content block of a reply.

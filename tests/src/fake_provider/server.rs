@@ -6,6 +6,7 @@
 
 use super::encode::{self, WireFormat};
 use super::script::{Fault, Reply, ScriptBlock};
+use super::validate;
 use super::{FakeOptions, RecordedRequest, State};
 use serde_json::Value;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -79,16 +80,28 @@ async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Request>
 /// exhausted) the number of the request that found it so.
 type Next = Result<(Reply, usize), usize>;
 
-fn next_reply(state: &Mutex<State>, request: Request, loop_script: bool) -> (Next, Value) {
+fn next_reply(
+    state: &Mutex<State>,
+    request: Request,
+    body: Value,
+    problems: &[String],
+    loop_script: bool,
+) -> Next {
     let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
-    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     state.requests.push(RecordedRequest {
         method: request.method,
         path: request.path,
         headers: request.headers,
-        body: body.clone(),
+        body,
     });
     let served = state.requests.len();
+    if !problems.is_empty() {
+        // Rejected like a real server would: the script is not consumed.
+        for problem in problems {
+            state.violations.push(format!("request {served}: {problem}"));
+        }
+        return Err(served);
+    }
     if state.queue.is_empty() && !state.script.is_empty() && loop_script {
         let script = state.script.clone();
         state.queue.extend(script);
@@ -103,7 +116,7 @@ fn next_reply(state: &Mutex<State>, request: Request, loop_script: bool) -> (Nex
         }
         None => Err(served),
     };
-    (next, body)
+    next
 }
 
 async fn handle(
@@ -114,10 +127,21 @@ async fn handle(
     socket.set_nodelay(true)?;
     let Some(request) = read_request(&mut socket).await? else { return Ok(()) };
     let format = WireFormat::from_path(&request.path);
-    let (next, body) = next_reply(&state, request, options.loop_script);
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    let problems = match format {
+        Some(format) if !options.skip_validation => validate::validate(format, &body),
+        _ => Vec::new(),
+    };
+    let next = next_reply(&state, request, body.clone(), &problems, options.loop_script);
     let Some(format) = format else {
         return respond(&mut socket, 404, "text/plain", &[], b"fake provider: unknown path").await;
     };
+    if !problems.is_empty() {
+        let text = format!("fake provider: invalid request: {}", problems.join("; "));
+        let error = encode::error_body(format, "invalid_request_error", None, &text);
+        let bytes = error.to_string().into_bytes();
+        return respond(&mut socket, 400, "application/json", &[], &bytes).await;
+    }
     let (reply, first_id) = match next {
         Ok(found) => found,
         Err(served) => {
@@ -167,6 +191,21 @@ async fn handle(
         }
         Some(Fault::Disconnect) => return Ok(()),
         _ => {}
+    }
+    if let Some(raw) = &reply.raw {
+        let head = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: {}\r\ntransfer-encoding: chunked\r\n\
+             connection: close\r\n\r\n",
+            raw.content_type
+        );
+        socket.write_all(head.as_bytes()).await?;
+        for chunk in raw.chunks.iter().filter(|c| !c.is_empty()) {
+            write_chunk(&mut socket, chunk).await?;
+        }
+        socket.write_all(b"0\r\n\r\n").await?;
+        socket.flush().await?;
+        let _ = socket.shutdown().await;
+        return Ok(());
     }
     let model = body.get("model").and_then(Value::as_str).unwrap_or("fake-model").to_string();
     let mut next_id = first_id;

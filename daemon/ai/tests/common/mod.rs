@@ -42,6 +42,7 @@ pub fn settings(fake: &FakeProvider, max_retries: u32) -> ProviderSettings {
         headers: vec![],
         retry: RetryPolicy { max_retries, base_delay_ms: 1, max_delay_ms: 60_000 },
         idle_timeout: Duration::from_secs(30),
+        compat: Default::default(),
     }
 }
 
