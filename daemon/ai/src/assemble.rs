@@ -173,6 +173,33 @@ impl MessageBuilder {
         }
     }
 
+    /// Makes the text or thinking block at `index` read `full`, the server's final word on
+    /// it: when what streamed is the start of `full`, the rest is appended as one more delta;
+    /// when it differs, the block's text is replaced (there is no delta for that).
+    pub fn complete_text(&mut self, index: usize, full: &str) {
+        let current = match self.message.content.get(index) {
+            Some(ContentBlock::Text { text }) => text.as_str(),
+            Some(ContentBlock::Thinking { thinking, .. }) => thinking.as_str(),
+            _ => return,
+        };
+        if current == full {
+            return;
+        }
+        if let Some(rest) = full.strip_prefix(current) {
+            let rest = rest.to_string();
+            match self.message.content.get(index) {
+                Some(ContentBlock::Text { .. }) => self.append_text(index, &rest),
+                _ => self.append_thinking(index, &rest),
+            }
+            return;
+        }
+        match self.message.content.get_mut(index) {
+            Some(ContentBlock::Text { text }) => *text = full.to_string(),
+            Some(ContentBlock::Thinking { thinking, .. }) => *thinking = full.to_string(),
+            _ => {}
+        }
+    }
+
     /// Opens a tool call block and returns its index.
     pub fn open_tool_call(&mut self, id: &str, name: &str) -> usize {
         self.message.content.push(ContentBlock::ToolCall(ToolCall {

@@ -187,15 +187,20 @@ fn input_part(block: &ContentBlock, images: bool) -> Option<Value> {
     }
 }
 
+/// Output indexes given to items that appear only in the final response.
+const FINAL_ONLY: u64 = 1 << 48;
+
 /// The fields of a streamed fragment event (`response.*.delta`).
 #[derive(serde::Deserialize)]
 struct Fragment<'a> {
     #[serde(rename = "type", borrow)]
     kind: std::borrow::Cow<'a, str>,
     #[serde(default)]
-    output_index: u64,
+    output_index: Option<u64>,
     #[serde(default)]
     summary_index: Option<u64>,
+    #[serde(default, borrow)]
+    item_id: Option<std::borrow::Cow<'a, str>>,
     #[serde(default, borrow)]
     delta: Option<DeltaValue<'a>>,
 }
@@ -216,6 +221,10 @@ pub struct ResponsesDecoder {
     items: Vec<(u64, usize)>,
     /// Output index of the reasoning summary part last written, to separate parts.
     last_summary: Option<(u64, u64)>,
+    /// Output items seen, by item id: (item id, output index).
+    item_ids: Vec<(String, u64)>,
+    /// Every output index the stream named.
+    seen: Vec<u64>,
 }
 
 impl ResponsesDecoder {
@@ -229,8 +238,16 @@ impl ResponsesDecoder {
         };
         // Fragments are most of the stream: read them without building a JSON tree.
         let fragment: Fragment<'_> = serde_json::from_str(data).map_err(malformed)?;
+        let output_index = fragment.output_index.unwrap_or(0);
+        if let Some(index) = fragment.output_index
+            && !self.seen.contains(&index)
+        {
+            self.seen.push(index);
+        }
+        if let Some(item_id) = fragment.item_id.as_deref() {
+            self.remember(item_id, output_index);
+        }
         if let Some(DeltaValue::Text(delta)) = &fragment.delta {
-            let output_index = fragment.output_index;
             match fragment.kind.as_ref() {
                 "response.output_text.delta" | "response.refusal.delta" => {
                     let block = self.block_or(output_index, || out.open_text());
@@ -260,10 +277,12 @@ impl ResponsesDecoder {
             }
         }
         let event: Value = serde_json::from_str(data).map_err(malformed)?;
-        let output_index = fragment.output_index;
         match fragment.kind.as_ref() {
             "response.output_item.added" => {
                 let item = &event["item"];
+                if let Some(id) = item.get("id").and_then(Value::as_str) {
+                    self.remember(id, output_index);
+                }
                 match item.get("type").and_then(Value::as_str) {
                     Some("function_call") => {
                         let call_id =
@@ -284,21 +303,31 @@ impl ResponsesDecoder {
                 }
             }
             "response.output_item.done" => {
-                let item = &event["item"];
-                match (item.get("type").and_then(Value::as_str), self.block(output_index)) {
-                    (Some("function_call"), Some(block)) => {
-                        let args = item.get("arguments").and_then(Value::as_str);
-                        out.finish_tool_call(block, args);
-                    }
-                    (Some("reasoning"), Some(block)) => {
-                        let summary = reasoning_summary(item);
-                        out.set_signature(block, item.to_string(), summary.as_deref());
-                    }
-                    _ => {}
+                if let Some(id) = event.pointer("/item/id").and_then(Value::as_str) {
+                    self.remember(id, output_index);
                 }
+                self.settle_item(output_index, &event["item"], out);
             }
             "response.completed" | "response.incomplete" => {
                 let response = &event["response"];
+                // The final output is the server's last word on every item. Its positions need
+                // not be the stream's output indexes: items are matched by id, or (servers that
+                // change ids between events) by position when the counts agree.
+                if let Some(items) = response.get("output").and_then(Value::as_array) {
+                    let mut seen = self.seen.clone();
+                    seen.sort_unstable();
+                    let positional = seen.len() == items.len();
+                    for (position, item) in items.iter().enumerate() {
+                        let known =
+                            item.get("id").and_then(Value::as_str).and_then(|id| self.index_of(id));
+                        let index = match known {
+                            Some(index) => index,
+                            None if positional => seen[position],
+                            None => FINAL_ONLY + position as u64,
+                        };
+                        self.settle_item(index, item, out);
+                    }
+                }
                 if let Some(usage) = response.get("usage").filter(|u| u.is_object()) {
                     out.set_usage(usage_of(usage));
                 }
@@ -325,6 +354,58 @@ impl ResponsesDecoder {
         Ok(Step::Continue)
     }
 
+    /// Brings the block of output item `output_index` in line with the finished `item`: the
+    /// item's text, reasoning and arguments are complete even when deltas were dropped or
+    /// trimmed (the remainder is streamed as one more delta), and a reasoning item's JSON
+    /// (with its encrypted content) becomes the thinking block's signature.
+    fn settle_item(&mut self, output_index: u64, item: &Value, out: &mut MessageBuilder) {
+        match item.get("type").and_then(Value::as_str) {
+            Some("message") => {
+                let full = message_text(item);
+                if full.is_empty() && self.block(output_index).is_none() {
+                    return;
+                }
+                let block = self.block_or(output_index, || out.open_text());
+                out.complete_text(block, &full);
+            }
+            Some("reasoning") => {
+                let block = self.block_or(output_index, || out.open_thinking());
+                if let Some(text) = reasoning_text(item) {
+                    out.complete_text(block, &text);
+                }
+                out.set_signature(block, item.to_string(), None);
+            }
+            Some("function_call") => {
+                let block = match self.block(output_index) {
+                    Some(block) => block,
+                    None => {
+                        let call_id = item.get("call_id").and_then(Value::as_str).unwrap_or("");
+                        let id = match item.get("id").and_then(Value::as_str) {
+                            Some(item_id) if !item_id.is_empty() => format!("{call_id}|{item_id}"),
+                            _ => call_id.to_string(),
+                        };
+                        let name = item.get("name").and_then(Value::as_str).unwrap_or_default();
+                        let block = out.open_tool_call(&id, name);
+                        self.items.push((output_index, block));
+                        block
+                    }
+                };
+                out.finish_tool_call(block, item.get("arguments").and_then(Value::as_str));
+            }
+            _ => {}
+        }
+    }
+
+    fn remember(&mut self, item_id: &str, output_index: u64) {
+        if !item_id.is_empty() && self.index_of(item_id).is_none() {
+            self.item_ids.push((item_id.to_string(), output_index));
+        }
+    }
+
+    fn index_of(&self, item_id: &str) -> Option<u64> {
+        self.item_ids.iter().find(|(id, _)| id == item_id).map(|(_, index)| *index)
+    }
+
     /// The block of output item `output_index`, opened with `open` when there is none yet.
     fn block_or(&mut self, output_index: u64, open: impl FnOnce() -> usize) -> usize {
         if let Some(block) = self.block(output_index) {
@@ -340,14 +421,39 @@ impl ResponsesDecoder {
     }
 }
 
-fn reasoning_summary(item: &Value) -> Option<String> {
-    let parts: Vec<&str> = item
-        .get("summary")?
-        .as_array()?
-        .iter()
-        .filter_map(|part| part.get("text").and_then(Value::as_str))
-        .collect();
-    (!parts.is_empty()).then(|| parts.join("\n\n"))
+/// The texts of the parts listed under `key` of an item.
+fn part_texts<'a>(item: &'a Value, key: &str, text_key: &str) -> Vec<&'a str> {
+    item.get(key)
+        .and_then(Value::as_array)
+        .map(|parts| {
+            parts.iter().filter_map(|part| part.get(text_key).and_then(Value::as_str)).collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A reasoning item's readable text: its summary parts (as the summary deltas separate them),
+/// else its full reasoning text (open-weight models served by LM Studio, vLLM…).
+fn reasoning_text(item: &Value) -> Option<String> {
+    let summary = part_texts(item, "summary", "text");
+    if !summary.is_empty() {
+        return Some(summary.join("\n\n"));
+    }
+    let content = part_texts(item, "content", "text");
+    (!content.is_empty()).then(|| content.concat())
+}
+
+/// An output message's text: its `output_text` and `refusal` parts in order.
+fn message_text(item: &Value) -> String {
+    let mut text = String::new();
+    for part in item.get("content").and_then(Value::as_array).into_iter().flatten() {
+        let piece = match part.get("type").and_then(Value::as_str) {
+            Some("output_text") => part.get("text"),
+            Some("refusal") => part.get("refusal"),
+            _ => None,
+        };
+        text.push_str(piece.and_then(Value::as_str).unwrap_or_default());
+    }
+    text
 }
 
 fn usage_of(usage: &Value) -> Usage {

@@ -106,7 +106,7 @@ fn next_reply(
         let script = state.script.clone();
         state.queue.extend(script);
     }
-    let next = match state.queue.pop_front() {
+    match state.queue.pop_front() {
         Some(reply) => {
             let first_id = state.next_call_id;
             let calls =
@@ -115,8 +115,7 @@ fn next_reply(
             Ok((reply, first_id))
         }
         None => Err(served),
-    };
-    next
+    }
 }
 
 async fn handle(

@@ -598,11 +598,7 @@ fn anthropic(object: &Map<String, Value>, errors: &mut Vec<String>) {
                     }
                 }
                 ("assistant", "thinking") => {
-                    if !block
-                        .get("signature")
-                        .and_then(Value::as_str)
-                        .is_some_and(|s| !s.is_empty())
-                    {
+                    if block.get("signature").and_then(Value::as_str).is_none_or(str::is_empty) {
                         errors.push(format!("{at}: a thinking block needs its `signature`"));
                     }
                     if !block.get("thinking").is_some_and(Value::is_string) {
@@ -610,7 +606,7 @@ fn anthropic(object: &Map<String, Value>, errors: &mut Vec<String>) {
                     }
                 }
                 ("assistant", "redacted_thinking") => {
-                    if !block.get("data").and_then(Value::as_str).is_some_and(|s| !s.is_empty()) {
+                    if block.get("data").and_then(Value::as_str).is_none_or(str::is_empty) {
                         errors.push(format!("{at}: a redacted_thinking block needs its `data`"));
                     }
                 }
