@@ -15,7 +15,7 @@ use crate::header::SessionHeader;
 use crate::ids::{new_entry_id, now_millis, now_rfc3339};
 use crate::repair::{PathMessage, normalize_tool_history, repair_tool_history};
 use crate::replay::{Replay, recorded_repairs, replay};
-use crate::storage::{SessionFile, keep_damaged_lines};
+use crate::storage::{PathState, SessionFile, encode_file, keep_damaged_lines};
 use crate::tree::{SessionTree, leaf_move_kind};
 
 /// What opening a session repaired (also written to the file as one repair entry).
@@ -197,16 +197,8 @@ impl Session {
         id: Option<String>,
         kind: EntryKind,
     ) -> Result<SessionEntry, SessionError> {
-        let id = id.unwrap_or_else(|| new_entry_id(|id| self.tree.contains(id)));
-        let entry = SessionEntry {
-            id,
-            parent_id: self.leaf_id().map(str::to_string),
-            timestamp: now_rfc3339(),
-            kind,
-        };
-        self.file.append(std::slice::from_ref(&entry))?;
-        self.tree.push(entry.clone());
-        Ok(entry)
+        let mut written = self.append_entries(vec![(id, kind)])?;
+        written.pop().ok_or_else(|| SessionError::EntryNotFound("the appended entry".into()))
     }
 
     /// Appends several entries as a chain after the active leaf with one fsync; the last
@@ -297,10 +289,61 @@ impl Session {
             parent = next_parent;
         }
         self.file.append(&written)?;
-        for entry in &written {
+        // Acknowledged only once the path names the file the entries reached.
+        let restored = match self.file.path_state()? {
+            PathState::Same => None,
+            lost => Some(self.restore_file(lost, &written, parent)?),
+        };
+        for entry in written.iter().chain(&restored) {
             self.tree.push(entry.clone());
         }
         Ok(written)
+    }
+
+    /// Writes the file again from memory (every entry known, then `pending`, then a repair
+    /// entry saying what happened) after it was deleted or replaced under the session, moving
+    /// a replacement aside first. Returns the repair entry. Fails, changing nothing in
+    /// memory, when the file cannot be written back or the path still does not name it.
+    fn restore_file(
+        &mut self,
+        lost: PathState,
+        pending: &[SessionEntry],
+        parent: Option<String>,
+    ) -> Result<SessionEntry, SessionError> {
+        let path = self.file.path().to_path_buf();
+        tracing::warn!(path = %path.display(), state = lost.as_str(),
+            "the session file was changed under the daemon; writing it again");
+        let set_aside = (lost == PathState::Replaced)
+            .then(|| crate::paths::replaced_file(&path, &now_millis().to_string()));
+        let tree = &self.tree;
+        let id = new_entry_id(|id| tree.contains(id) || pending.iter().any(|e| e.id == id));
+        let repair = SessionEntry {
+            id,
+            parent_id: parent,
+            timestamp: now_rfc3339(),
+            kind: EntryKind::Repair {
+                actions: vec![RepairAction::FileRestored {
+                    cause: lost.as_str().to_string(),
+                    set_aside: set_aside.as_ref().map(|p| p.display().to_string()),
+                }],
+            },
+        };
+        let mut entries: Vec<SessionEntry> = self.tree.entries().to_vec();
+        entries.extend(pending.iter().cloned());
+        entries.push(repair.clone());
+        let bytes = encode_file(&self.header, &entries)?;
+        self.file.restore(&bytes, set_aside.as_deref())?;
+        match self.file.path_state()? {
+            PathState::Same => Ok(repair),
+            other => Err(SessionError::Io {
+                action: "write back",
+                path,
+                source: std::io::Error::other(format!(
+                    "the session file is {} again right after it was written",
+                    other.as_str()
+                )),
+            }),
+        }
     }
 }
 
@@ -419,6 +462,7 @@ mod tests {
                 RepairAction::OrphanResultDropped { .. } => "orphan",
                 RepairAction::ResultReordered { .. } => "reordered",
                 RepairAction::CorruptLinesSkipped { .. } => "corrupt",
+                RepairAction::FileRestored { .. } => "restored",
             })
             .collect();
         assert_eq!(kinds, ["orphan", "duplicate", "interrupted"]);

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rein_protocol::method::SessionSummary;
+use rein_protocol::method::{ListSessionsResult, ListingError, SessionSummary};
 
 use crate::error::SessionError;
 use crate::header::{FORMAT_VERSION, SessionHeader};
@@ -102,35 +102,61 @@ impl SessionStore {
     }
 
     /// Summaries of the sessions of `cwd` (all sessions when `None`), most recently updated
-    /// first. Files that cannot be read are skipped with a warning.
+    /// first. Files and directories that cannot be read are skipped (see
+    /// [`SessionStore::list_with_errors`] for what was skipped).
     pub fn list(&self, cwd: Option<&str>) -> Result<Vec<SessionSummary>, SessionError> {
+        self.list_with_errors(cwd).map(|listing| listing.sessions)
+    }
+
+    /// Summaries of the sessions of `cwd` (all sessions when `None`), most recently updated
+    /// first, and every session file or project directory that could not be read. Only an
+    /// unreadable sessions directory (`<root>/sessions`) itself is an error.
+    pub fn list_with_errors(&self, cwd: Option<&str>) -> Result<ListSessionsResult, SessionError> {
         let dirs = match cwd {
             Some(cwd) => vec![paths::sessions_dir(&self.root).join(paths::project_dir_name(cwd))],
             None => self.project_dirs()?,
         };
+        let mut listing = ListSessionsResult::default();
+        let mut skip = |path: &Path, error: &dyn std::fmt::Display| {
+            tracing::warn!(path = %path.display(), %error, "skipping what cannot be read");
+            listing_error(&mut listing.errors, path, error);
+        };
         let mut sessions = Vec::new();
         for dir in dirs {
-            for path in session_files(&dir)? {
+            let files = match session_files(&dir) {
+                Ok(files) => files,
+                Err(error) => {
+                    skip(&dir, &error);
+                    continue;
+                }
+            };
+            for path in files {
                 match summarize_file(&path) {
                     Ok(summary) if cwd.is_none_or(|c| c == summary.cwd) => sessions.push(summary),
                     Ok(_) => {}
-                    Err(error) => {
-                        tracing::warn!(path = %path.display(), %error, "skipping unreadable session");
-                    }
+                    Err(error) => skip(&path, &error),
                 }
             }
         }
         sessions.sort_by(|a, b| {
             b.updated.cmp(&a.updated).then_with(|| b.session_id.cmp(&a.session_id))
         });
-        Ok(sessions)
+        listing.sessions = sessions;
+        Ok(listing)
     }
 
     fn project_dirs(&self) -> Result<Vec<PathBuf>, SessionError> {
+        // A symbolic link is followed (a project's sessions may live elsewhere); one that
+        // cannot be read is reported by the listing.
         dir_items(&paths::sessions_dir(&self.root), |item| {
-            item.file_type().is_ok_and(|t| t.is_dir())
+            item.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink())
         })
     }
+}
+
+/// Records a path that could not be read.
+fn listing_error(errors: &mut Vec<ListingError>, path: &Path, error: &dyn std::fmt::Display) {
+    errors.push(ListingError { path: path.display().to_string(), message: error.to_string() });
 }
 
 /// The `*.jsonl` files of one project directory (none when it does not exist).
