@@ -503,6 +503,79 @@ mod tests {
         assert_eq!(session.context_messages(), messages);
     }
 
+    /// The ids the file at `path` holds, in order.
+    fn ids_on_disk(path: &Path) -> Vec<String> {
+        let text = std::fs::read_to_string(path).unwrap();
+        text.lines().skip(1).map(|l| serde_json::from_str::<SessionEntry>(l).unwrap().id).collect()
+    }
+
+    #[test]
+    fn a_deleted_file_is_written_again_before_an_append_is_acknowledged() {
+        let (_dir, store) = store();
+        let mut session = store.create("/p").unwrap();
+        let u1 = append(&mut session, user("one"));
+        let path = session.path().to_path_buf();
+        // `git clean` takes the whole project directory, lock file included.
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+        let u2 = append(&mut session, user("two"));
+        let on_disk = ids_on_disk(&path);
+        assert_eq!(on_disk[..2], [u1.clone(), u2.clone()]);
+        let repair = session.tree().get(&on_disk[2]).unwrap();
+        assert_eq!(
+            repair.kind,
+            EntryKind::Repair {
+                actions: vec![RepairAction::FileRestored {
+                    cause: "missing".into(),
+                    set_aside: None
+                }]
+            }
+        );
+        assert_eq!(session.leaf_id(), Some(on_disk[2].as_str()));
+        // The lock was taken again: nobody else can open the restored file.
+        assert!(matches!(store.open(session.id()), Err(SessionError::Locked { .. })));
+        let u3 = append(&mut session, user("three"));
+        assert_eq!(ids_on_disk(&path).last(), Some(&u3));
+        let id = session.id().to_string();
+        drop(session);
+        let (session, report) = store.open(&id).unwrap();
+        assert_eq!(report, LoadReport::default());
+        assert_eq!(session.context_messages().len(), 3);
+    }
+
+    #[test]
+    fn a_replaced_file_is_set_aside_and_written_again() {
+        let (_dir, store) = store();
+        let mut session = store.create("/p").unwrap();
+        append(&mut session, user("one"));
+        let path = session.path().to_path_buf();
+        let old_copy = std::fs::read(&path).unwrap();
+        append(&mut session, user("two"));
+        // A sync tool puts back an older copy (a new inode at the same path).
+        let temp = path.with_extension("sync");
+        std::fs::write(&temp, &old_copy).unwrap();
+        std::fs::rename(&temp, &path).unwrap();
+        let u3 = append(&mut session, user("three"));
+        let on_disk = ids_on_disk(&path);
+        assert_eq!(on_disk.len(), 4, "one, two, three and the repair");
+        assert_eq!(on_disk[2], u3);
+        let EntryKind::Repair { actions } = &session.tree().get(&on_disk[3]).unwrap().kind else {
+            panic!("no repair entry")
+        };
+        let [RepairAction::FileRestored { cause, set_aside: Some(aside) }] = actions.as_slice()
+        else {
+            panic!("unexpected repair {actions:?}")
+        };
+        assert_eq!(cause, "replaced");
+        assert_eq!(std::fs::read(aside).unwrap(), old_copy, "the replacement is kept");
+        let id = session.id().to_string();
+        drop(session);
+        let (session, _) = store.open(&id).unwrap();
+        let texts: Vec<String> =
+            session.context_messages().iter().map(|m| format!("{m:?}")).collect();
+        assert_eq!(texts.len(), 3);
+        assert!(texts[2].contains("three"), "{texts:?}");
+    }
+
     #[test]
     fn torn_last_line_and_corrupt_middle_line_are_set_aside() {
         let (_dir, store) = store();

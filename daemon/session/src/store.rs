@@ -215,6 +215,35 @@ mod tests {
     }
 
     #[test]
+    fn listing_skips_what_it_cannot_read_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        let session = store.create("/p").unwrap();
+        let project = session.path().parent().unwrap().to_path_buf();
+        // A "session file" that cannot be read (a directory), and a project directory that
+        // cannot be listed (a symbolic link to itself); both fail for root too.
+        let bad_file = project.join("broken.jsonl");
+        std::fs::create_dir(&bad_file).unwrap();
+        let bad_dir = paths::sessions_dir(dir.path()).join("loop");
+        std::os::unix::fs::symlink(&bad_dir, &bad_dir).unwrap();
+
+        let listing = store.list_with_errors(Some("/p")).unwrap();
+        assert_eq!(listing.sessions.len(), 1);
+        assert_eq!(listing.errors.len(), 1, "{:?}", listing.errors);
+        assert_eq!(listing.errors[0].path, bad_file.display().to_string());
+
+        let all = store.list_with_errors(None).unwrap();
+        assert_eq!(all.sessions.len(), 1);
+        let mut paths: Vec<&str> = all.errors.iter().map(|e| e.path.as_str()).collect();
+        paths.sort_unstable();
+        let mut expected = [bad_file.display().to_string(), bad_dir.display().to_string()];
+        expected.sort_unstable();
+        assert_eq!(paths, expected);
+        assert!(all.errors.iter().all(|e| !e.message.is_empty()));
+        assert_eq!(store.list(None).unwrap().len(), 1);
+    }
+
+    #[test]
     fn delete_is_refused_while_open() {
         let dir = tempfile::tempdir().unwrap();
         let store = SessionStore::new(dir.path());
