@@ -84,6 +84,11 @@ pub struct Client {
     writer: WriteHalf<Stream>,
     next_id: u64,
     notifications: VecDeque<Value>,
+    /// The socket to start a new daemon on when this connection is cut before its first
+    /// answer (set by [`Client::connect_or_start`], used once).
+    restart_on: Option<PathBuf>,
+    /// True once the daemon answered anything on this connection.
+    answered: bool,
 }
 
 /// Opens a raw connection to the socket.
@@ -111,6 +116,23 @@ pub async fn connect_or_start_stream(socket: &Path) -> Result<Stream, ClientErro
     }
 }
 
+/// True for the failures that mean the daemon went away (a reset, a broken pipe, end of
+/// file).
+fn is_cut_off(error: &ClientError) -> bool {
+    use std::io::ErrorKind as Kind;
+    match error {
+        ClientError::Closed => true,
+        ClientError::Io(error) => matches!(
+            error.kind(),
+            Kind::ConnectionReset
+                | Kind::BrokenPipe
+                | Kind::UnexpectedEof
+                | Kind::ConnectionAborted
+        ),
+        _ => false,
+    }
+}
+
 impl Client {
     /// Wraps an open stream.
     pub fn new(stream: Stream) -> Self {
@@ -121,6 +143,8 @@ impl Client {
             writer: send,
             next_id: 1,
             notifications: VecDeque::new(),
+            restart_on: None,
+            answered: false,
         }
     }
 
@@ -129,9 +153,32 @@ impl Client {
         Ok(Self::new(connect_stream(socket).await?))
     }
 
-    /// Connects, starting the daemon when nothing answers.
+    /// Connects, starting the daemon when nothing answers. A daemon that accepted the
+    /// connection but was dying (the connection is reset or closed before the first answer) is
+    /// treated like no daemon: the first call waits for it to exit, starts a new one and is
+    /// sent again.
     pub async fn connect_or_start(socket: &Path) -> Result<Self, ClientError> {
-        Ok(Self::new(connect_or_start_stream(socket).await?))
+        let mut client = Self::new(connect_or_start_stream(socket).await?);
+        client.restart_on = Some(socket.to_path_buf());
+        Ok(client)
+    }
+
+    /// After the connection was cut before any answer: waits for the old daemon to exit,
+    /// starts a new one and connects to it. False when this client may not restart.
+    async fn reconnect_to_new_daemon(&mut self) -> Result<bool, ClientError> {
+        let Some(socket) = self.restart_on.take().filter(|_| !self.answered) else {
+            return Ok(false);
+        };
+        tracing::info!(socket = %socket.display(), "the daemon went away before answering; starting a new one");
+        let owned = socket.clone();
+        tokio::task::spawn_blocking(move || launcher::restart_daemon(&owned))
+            .await
+            .map_err(|error| ClientError::Io(std::io::Error::other(error)))??;
+        let (recv, send) = tokio::io::split(connect_stream(&socket).await?);
+        self.reader = FramedRead::new(recv, LineCodec::default());
+        self.writer = send;
+        self.notifications.clear();
+        Ok(true)
     }
 
     /// Sends one line as is (no validation), for raw tools.
@@ -165,9 +212,22 @@ impl Client {
         let id = self.next_id;
         self.next_id += 1;
         let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.send_line(&request.to_string()).await?;
+        let line = request.to_string();
+        let mut sent = self.send_line(&line).await;
         loop {
-            let message = self.read_message().await?;
+            let received = match std::mem::replace(&mut sent, Ok(())) {
+                Ok(()) => self.read_message().await,
+                Err(error) => Err(error),
+            };
+            let message = match received {
+                Ok(message) => message,
+                Err(error) if is_cut_off(&error) && self.reconnect_to_new_daemon().await? => {
+                    sent = self.send_line(&line).await;
+                    continue;
+                }
+                Err(error) => return Err(error),
+            };
+            self.answered = true;
             if message.get("method").is_some() {
                 self.notifications.push_back(message);
                 continue;

@@ -1,7 +1,12 @@
 //! Finding and starting `reind` when the socket does not answer.
 
+use std::fs::TryLockError;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// How long a client waits for a dying daemon to exit before starting a new one anyway.
+pub const EXIT_WAIT: Duration = Duration::from_secs(10);
 
 /// Failures to start the daemon.
 #[derive(Debug, thiserror::Error)]
@@ -47,8 +52,9 @@ pub fn start_daemon(socket: &Path) -> Result<(), LaunchError> {
         return Ok(());
     }
     let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
-    // Lost a race with another client starting it: that is fine as long as it answers.
-    if output.status.code() == Some(3) {
+    // Lost a race with another client starting it: that is fine as long as it answers. When
+    // nothing answers, the daemon in the way serves another socket from the same home.
+    if output.status.code() == Some(3) && std::os::unix::net::UnixStream::connect(socket).is_ok() {
         return Ok(());
     }
     Err(LaunchError::Failed(if stderr.is_empty() {
@@ -56,4 +62,63 @@ pub fn start_daemon(socket: &Path) -> Result<(), LaunchError> {
     } else {
         stderr
     }))
+}
+
+/// Waits until the daemon that served `socket` has exited: until nobody holds the socket's
+/// single-instance lock (or there is no lock file), for at most `timeout`. True when it is
+/// gone. A client that was cut off before its first answer calls this before starting a new
+/// daemon, so the new one does not find the dying one still holding the socket.
+pub fn wait_for_exit(socket: &Path, timeout: Duration) -> bool {
+    let lock = rein_protocol::paths::socket_lock(socket);
+    let deadline = Instant::now() + timeout;
+    loop {
+        let file = match std::fs::File::open(&lock) {
+            Ok(file) => file,
+            Err(_) => return true,
+        };
+        // A shared lock is enough to learn whether the daemon's exclusive one is still held;
+        // it is dropped at once.
+        match file.try_lock_shared() {
+            Ok(()) => return true,
+            Err(TryLockError::WouldBlock) => {}
+            Err(TryLockError::Error(error)) => {
+                tracing::debug!(%error, lock = %lock.display(), "cannot probe the daemon lock");
+                return true;
+            }
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+}
+
+/// Waits for the daemon that served `socket` to exit (see [`wait_for_exit`]), then starts a
+/// new one.
+pub fn restart_daemon(socket: &Path) -> Result<(), LaunchError> {
+    if !wait_for_exit(socket, EXIT_WAIT) {
+        return Err(LaunchError::Failed(format!(
+            "the daemon on {} stopped answering but did not exit within {} s",
+            socket.display(),
+            EXIT_WAIT.as_secs()
+        )));
+    }
+    start_daemon(socket)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waiting_for_exit_follows_the_socket_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("reind.sock");
+        assert!(wait_for_exit(&socket, Duration::ZERO), "no lock file: nobody is there");
+        let held = std::fs::File::create(rein_protocol::paths::socket_lock(&socket)).unwrap();
+        held.lock().unwrap();
+        assert!(!wait_for_exit(&socket, Duration::ZERO), "a held lock: still there");
+        drop(held);
+        assert!(wait_for_exit(&socket, Duration::ZERO));
+    }
 }

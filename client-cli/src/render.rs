@@ -140,6 +140,10 @@ impl Renderer {
                     self.line(&mut out, paint, &text);
                 }
             }
+            SessionEvent::Error { error_kind, message, .. } => {
+                self.close(&mut out);
+                self.line(&mut out, Paint::Error, &format!("{error_kind} error: {message}"));
+            }
             SessionEvent::AutoRetry { attempt, max_attempts, delay_ms, error } => {
                 let text = format!(
                     "provider request failed ({error}); retry {attempt}/{max_attempts} in {delay_ms} ms"

@@ -19,9 +19,16 @@ pub async fn list_sessions(
     client: &mut Client,
     cwd: Option<&Path>,
 ) -> Result<Vec<SessionSummary>, ClientError> {
+    Ok(list_sessions_with_errors(client, cwd).await?.sessions)
+}
+
+/// `session/list` as the daemon answers it: the sessions and what it could not read.
+pub async fn list_sessions_with_errors(
+    client: &mut Client,
+    cwd: Option<&Path>,
+) -> Result<ListSessionsResult, ClientError> {
     let params = ListSessionsParams { cwd: cwd.map(|dir| dir.display().to_string()) };
-    let result: ListSessionsResult = client.call_as(names::SESSION_LIST, params).await?;
-    Ok(result.sessions)
+    client.call_as(names::SESSION_LIST, params).await
 }
 
 /// The most recently updated session of `cwd`.

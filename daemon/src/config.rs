@@ -26,6 +26,61 @@ pub struct Config {
     /// Session settings.
     #[serde(default)]
     pub sessions: SessionsConfig,
+    /// What tools may leave on disk.
+    #[serde(default)]
+    pub tools: ToolsConfig,
+    /// Free space on the file system holding `REIN_HOME`.
+    #[serde(default)]
+    pub storage: StorageConfig,
+}
+
+/// `[tools]`: bounds on what tools leave on disk.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsConfig {
+    /// The most bytes one file holding a command's full output (a spill file) keeps.
+    #[serde(default = "default_spill_max_bytes")]
+    pub spill_max_bytes: u64,
+    /// Seconds a spill file is kept; older ones are removed (at start-up and every hour).
+    #[serde(default = "default_spill_retention_secs")]
+    pub spill_retention_secs: u64,
+}
+
+fn default_spill_max_bytes() -> u64 {
+    rein_coding::tools::spill::DEFAULT_SPILL_MAX_BYTES
+}
+
+fn default_spill_retention_secs() -> u64 {
+    rein_coding::tools::spill::DEFAULT_SPILL_RETENTION.as_secs()
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        Self {
+            spill_max_bytes: default_spill_max_bytes(),
+            spill_retention_secs: default_spill_retention_secs(),
+        }
+    }
+}
+
+/// `[storage]`: free space on the file system holding `REIN_HOME`.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StorageConfig {
+    /// Below this many free bytes the daemon reports low disk space (`daemon/info`,
+    /// `low_disk_space` event) and starts or grows no spill file.
+    #[serde(default = "default_min_free_bytes")]
+    pub min_free_bytes: u64,
+}
+
+fn default_min_free_bytes() -> u64 {
+    rein_coding::tools::spill::DEFAULT_MIN_FREE_BYTES
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self { min_free_bytes: default_min_free_bytes() }
+    }
 }
 
 /// `[limits]`: defaults for each run.
@@ -153,10 +208,17 @@ pub fn parse(text: &str) -> Result<Config, toml::de::Error> {
     toml::from_str(text)
 }
 
+/// Where the files holding commands' full output go: `<home>/tmp/bash-output`, one directory
+/// per session below it.
+pub fn spill_root(home: &Path) -> PathBuf {
+    home.join("tmp").join("bash-output")
+}
+
 /// The coding environment every session shares, built from the configuration.
 ///
 /// Under `home`: session files in `sessions/`, the trust store `trust.json`, the global
-/// `AGENTS.md` and `skills/`, and the full output of long commands in `tmp/bash-output/`.
+/// `AGENTS.md` and `skills/`, and the full output of long commands in
+/// `tmp/bash-output/<session id>/`.
 pub fn coding_environment(
     home: &Path,
     config: &Config,
@@ -176,12 +238,16 @@ pub fn coding_environment(
         file_locks: rein_coding::file_locks::FileLocks::new(),
         global_dir: home.to_path_buf(),
         global_skills_dir: home.join("skills"),
-        output_dir: home.join("tmp").join("bash-output"),
+        output_dir: spill_root(home),
         defaults: SessionDefaults {
             approval_policy: config.approval_policy,
             limits,
             bash: rein_coding::BashSettings {
                 hidden_env: registry.key_variables(),
+                spill: rein_coding::tools::spill::SpillLimits {
+                    max_bytes: config.tools.spill_max_bytes,
+                    min_free_bytes: config.storage.min_free_bytes,
+                },
                 ..Default::default()
             },
             ..SessionDefaults::default()
@@ -224,6 +290,21 @@ mod tests {
         assert_eq!(config.limits.max_turns, 7);
         assert_eq!(config.limits.max_cost, Some(1.5));
         assert_eq!(config.sessions.idle_unload_secs, 30);
+    }
+
+    #[test]
+    fn spill_and_storage_settings_are_read() {
+        let config = parse(
+            "[tools]\nspill_max_bytes = 4096\nspill_retention_secs = 60\n\
+             [storage]\nmin_free_bytes = 1024\n",
+        )
+        .unwrap();
+        assert_eq!(config.tools.spill_max_bytes, 4096);
+        assert_eq!(config.tools.spill_retention_secs, 60);
+        assert_eq!(config.storage.min_free_bytes, 1024);
+        let defaults = parse("").unwrap();
+        assert_eq!(defaults.tools, ToolsConfig::default());
+        assert!(parse("[tools]\nspill_max = 1\n").is_err());
     }
 
     #[test]

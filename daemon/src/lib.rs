@@ -8,6 +8,8 @@
 
 pub mod config;
 pub mod daemon;
+pub mod home_lock;
+pub mod housekeeping;
 pub mod hub;
 pub mod logging;
 pub mod methods;

@@ -5,7 +5,9 @@ use clap::Parser;
 use rein_ai::registry::Registry;
 use rein_daemon::hub::Hub;
 use rein_daemon::server::listener::{self, BindError};
-use rein_daemon::{Daemon, DaemonOptions, config, logging, methods, server};
+use rein_daemon::{
+    Daemon, DaemonOptions, config, home_lock, housekeeping, logging, methods, server,
+};
 use rein_protocol::codec::DEFAULT_MAX_LINE_BYTES;
 use rein_protocol::paths;
 use std::path::PathBuf;
@@ -34,7 +36,7 @@ struct Args {
     detached: bool,
 }
 
-/// Exit code when another daemon already serves the socket.
+/// Exit code when another daemon already serves the socket or uses the home.
 const EXIT_ALREADY_RUNNING: u8 = 3;
 
 fn main() -> ExitCode {
@@ -57,6 +59,15 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     if !args.foreground {
         return spawn_background(&args, &socket);
     }
+    // Before anything is written under the home (the log included).
+    let _home_lock = match home_lock::acquire(&home, &socket) {
+        Ok(lock) => lock,
+        Err(error @ home_lock::HomeLockError::Taken { .. }) => {
+            eprintln!("reind: {error}");
+            return Ok(ExitCode::from(EXIT_ALREADY_RUNNING));
+        }
+        Err(error) => return Err(error.into()),
+    };
     let _guard = logging::init(&home.join("logs"), !args.detached)
         .context("cannot open the log directory")?;
     let (config, config_path) = config::load(&home)?;
@@ -85,6 +96,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         let hub = Arc::new(Hub::new(env, config.sessions.clone(), events.clone()));
         let daemon = Arc::new(Daemon::new(options, config, registry, hub.clone(), events));
         hub.spawn_idle_reaper(daemon.shutdown.clone());
+        housekeeping::spawn(daemon.clone());
         match &config_path {
             Some(path) => tracing::info!(config = %path.display(), "configuration loaded"),
             None => tracing::info!("no configuration file; using defaults"),

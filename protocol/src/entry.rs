@@ -140,6 +140,16 @@ pub enum RepairAction {
         /// The sidecar file's path.
         sidecar: String,
     },
+    /// The session file was deleted or replaced while the session was loaded (a sync tool,
+    /// `git clean`, a person tidying up), so entries were no longer reaching the file its path
+    /// names. The file was written again from the daemon's copy of every entry.
+    FileRestored {
+        /// What had happened to the file: `missing` or `replaced`.
+        cause: String,
+        /// Where the file found in its place was moved, when it was replaced.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        set_aside: Option<String>,
+    },
 }
 
 #[cfg(test)]

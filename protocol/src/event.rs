@@ -5,6 +5,7 @@
 //! reconnects with its last `seq` can be given exactly what it missed.
 
 use crate::entry::SessionEntry;
+use crate::error::ErrorKind;
 use crate::message::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage, Usage};
 use crate::method::ApprovalPolicy;
 use crate::model::{ModelRef, ThinkingLevel};
@@ -355,6 +356,19 @@ pub enum SessionEvent {
     /// The session is idle: no run and no queued follow-up. Nothing more comes until a client
     /// acts.
     Settled,
+    /// Something failed that the run cannot go on without; for `io`, the session file could
+    /// not be written (a full disk, say). The run stops, nothing after the last
+    /// `entry_appended` is recorded, and the session continues from the file once the cause
+    /// is gone.
+    Error {
+        /// What kind of failure (`io` for the file system).
+        error_kind: ErrorKind,
+        /// What failed, naming the file and the cause.
+        message: String,
+        /// The file involved, when there is one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+    },
     /// An event kind this client version does not know.
     #[serde(other)]
     #[schemars(skip)]
@@ -391,6 +405,18 @@ pub enum DaemonEvent {
     },
     /// The daemon is shutting down.
     ShuttingDown,
+    /// The file system holding `REIN_HOME` has less free space than
+    /// `storage.min_free_bytes`; session writes may soon fail. Sent when free space drops
+    /// below the threshold (checked every minute), and again after it recovered and dropped
+    /// again.
+    LowDiskSpace {
+        /// The directory checked (`REIN_HOME`).
+        path: String,
+        /// Bytes free for the daemon's user.
+        free_bytes: u64,
+        /// The threshold (`storage.min_free_bytes`).
+        threshold_bytes: u64,
+    },
     /// A kind this client version does not know.
     #[serde(other)]
     #[schemars(skip)]

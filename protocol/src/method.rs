@@ -200,6 +200,13 @@ pub struct DaemonInfo {
     pub sessions_loaded: u64,
     /// Open connections.
     pub connections: u64,
+    /// Bytes free on the file system holding `rein_home`, when it could be measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk_free_bytes: Option<u64>,
+    /// True when `disk_free_bytes` is below `storage.min_free_bytes`: session writes and
+    /// command output files may soon fail for lack of space.
+    #[serde(default)]
+    pub low_disk_space: bool,
 }
 
 /// Params naming one session.
@@ -310,6 +317,19 @@ pub struct ListSessionsParams {
 pub struct ListSessionsResult {
     /// Most recently updated first.
     pub sessions: Vec<SessionSummary>,
+    /// Session files and project directories that could not be read; they were skipped and
+    /// the rest listed. Empty when everything was read.
+    #[serde(default)]
+    pub errors: Vec<ListingError>,
+}
+
+/// A session file or project directory that `session/list` could not read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ListingError {
+    /// The file or directory.
+    pub path: String,
+    /// Why it could not be read.
+    pub message: String,
 }
 
 /// A project file left out of the prompt, and why.

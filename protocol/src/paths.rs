@@ -32,6 +32,15 @@ pub fn socket_in(home: &std::path::Path) -> PathBuf {
     home.join("run").join("reind.sock")
 }
 
+/// The single-instance lock file beside a socket: `<socket>.lock`. The daemon serving the
+/// socket holds an advisory lock on it for its whole life; clients use it to tell when a
+/// dying daemon is gone.
+pub fn socket_lock(socket: &std::path::Path) -> PathBuf {
+    let mut name = socket.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
 /// The socket clients connect to: `$REIN_SOCKET`, else `<rein_home>/run/reind.sock`.
 pub fn default_socket() -> Result<PathBuf, PathsError> {
     if let Some(socket) = std::env::var_os(REIN_SOCKET_ENV).filter(|value| !value.is_empty()) {

@@ -83,6 +83,10 @@ pub async fn status(socket: &Path, as_json: bool) -> Result<u8, ClientError> {
         println!("  uptime:      {} s", info.uptime_ms / 1000);
         println!("  sessions:    {} loaded", info.sessions_loaded);
         println!("  connections: {}", info.connections);
+        if let Some(free) = info.disk_free_bytes {
+            let low = if info.low_disk_space { " (low: below storage.min_free_bytes)" } else { "" };
+            println!("  disk free:   {free} bytes{low}");
+        }
     }
     Ok(exit::OK)
 }

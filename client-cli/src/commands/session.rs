@@ -54,10 +54,14 @@ async fn open(client: &mut Client, session: &str) -> Result<String, ClientError>
 }
 
 /// `rein sessions [--all]`: sessions of `cwd`, or of every directory.
+/// Files or directories that could not be read get a warning line each after the table.
 pub async fn sessions(client: &mut Client, cwd: Option<&Path>) -> Result<Report, ClientError> {
-    let sessions = resolve::list_sessions(client, cwd).await?;
-    let text = format_sessions(&sessions, cwd.is_none());
-    Ok(Report::new(serde_json::json!({ "sessions": sessions }), text))
+    let listing = resolve::list_sessions_with_errors(client, cwd).await?;
+    let mut text = format_sessions(&listing.sessions, cwd.is_none());
+    for error in &listing.errors {
+        text.push_str(&format!("warning: skipped {}: {}\n", error.path, error.message));
+    }
+    Ok(Report::new(&listing, text))
 }
 
 /// The session table.

@@ -47,6 +47,12 @@ pub fn corrupt_file(session_file: &Path) -> PathBuf {
     with_suffix(session_file, ".corrupt")
 }
 
+/// Where a file found in place of a loaded session's file is moved before the session's own
+/// content is written back (`stamp` keeps several such files apart).
+pub fn replaced_file(session_file: &Path, stamp: &str) -> PathBuf {
+    with_suffix(session_file, &format!(".replaced-{stamp}"))
+}
+
 /// The temporary file a rewrite goes through (same directory, so the rename is atomic).
 pub fn temp_file(session_file: &Path) -> PathBuf {
     with_suffix(session_file, ".tmp")

@@ -271,7 +271,7 @@ pub fn action_entry_id(action: &RepairAction) -> Option<&str> {
         RepairAction::DuplicateResultDropped { entry_id, .. }
         | RepairAction::OrphanResultDropped { entry_id, .. }
         | RepairAction::ResultReordered { entry_id, .. } => Some(entry_id),
-        RepairAction::CorruptLinesSkipped { .. } => None,
+        RepairAction::CorruptLinesSkipped { .. } | RepairAction::FileRestored { .. } => None,
     }
 }
 

@@ -15,7 +15,7 @@ use crate::header::SessionHeader;
 use crate::ids::{new_entry_id, now_millis, now_rfc3339};
 use crate::repair::{PathMessage, normalize_tool_history, repair_tool_history};
 use crate::replay::{Replay, recorded_repairs, replay};
-use crate::storage::{SessionFile, keep_damaged_lines};
+use crate::storage::{PathState, SessionFile, encode_file, keep_damaged_lines};
 use crate::tree::{SessionTree, leaf_move_kind};
 
 /// What opening a session repaired (also written to the file as one repair entry).
@@ -197,16 +197,8 @@ impl Session {
         id: Option<String>,
         kind: EntryKind,
     ) -> Result<SessionEntry, SessionError> {
-        let id = id.unwrap_or_else(|| new_entry_id(|id| self.tree.contains(id)));
-        let entry = SessionEntry {
-            id,
-            parent_id: self.leaf_id().map(str::to_string),
-            timestamp: now_rfc3339(),
-            kind,
-        };
-        self.file.append(std::slice::from_ref(&entry))?;
-        self.tree.push(entry.clone());
-        Ok(entry)
+        let mut written = self.append_entries(vec![(id, kind)])?;
+        written.pop().ok_or_else(|| SessionError::EntryNotFound("the appended entry".into()))
     }
 
     /// Appends several entries as a chain after the active leaf with one fsync; the last
@@ -297,10 +289,61 @@ impl Session {
             parent = next_parent;
         }
         self.file.append(&written)?;
-        for entry in &written {
+        // Acknowledged only once the path names the file the entries reached.
+        let restored = match self.file.path_state()? {
+            PathState::Same => None,
+            lost => Some(self.restore_file(lost, &written, parent)?),
+        };
+        for entry in written.iter().chain(&restored) {
             self.tree.push(entry.clone());
         }
         Ok(written)
+    }
+
+    /// Writes the file again from memory (every entry known, then `pending`, then a repair
+    /// entry saying what happened) after it was deleted or replaced under the session, moving
+    /// a replacement aside first. Returns the repair entry. Fails, changing nothing in
+    /// memory, when the file cannot be written back or the path still does not name it.
+    fn restore_file(
+        &mut self,
+        lost: PathState,
+        pending: &[SessionEntry],
+        parent: Option<String>,
+    ) -> Result<SessionEntry, SessionError> {
+        let path = self.file.path().to_path_buf();
+        tracing::warn!(path = %path.display(), state = lost.as_str(),
+            "the session file was changed under the daemon; writing it again");
+        let set_aside = (lost == PathState::Replaced)
+            .then(|| crate::paths::replaced_file(&path, &now_millis().to_string()));
+        let tree = &self.tree;
+        let id = new_entry_id(|id| tree.contains(id) || pending.iter().any(|e| e.id == id));
+        let repair = SessionEntry {
+            id,
+            parent_id: parent,
+            timestamp: now_rfc3339(),
+            kind: EntryKind::Repair {
+                actions: vec![RepairAction::FileRestored {
+                    cause: lost.as_str().to_string(),
+                    set_aside: set_aside.as_ref().map(|p| p.display().to_string()),
+                }],
+            },
+        };
+        let mut entries: Vec<SessionEntry> = self.tree.entries().to_vec();
+        entries.extend(pending.iter().cloned());
+        entries.push(repair.clone());
+        let bytes = encode_file(&self.header, &entries)?;
+        self.file.restore(&bytes, set_aside.as_deref())?;
+        match self.file.path_state()? {
+            PathState::Same => Ok(repair),
+            other => Err(SessionError::Io {
+                action: "write back",
+                path,
+                source: std::io::Error::other(format!(
+                    "the session file is {} again right after it was written",
+                    other.as_str()
+                )),
+            }),
+        }
     }
 }
 
@@ -419,6 +462,7 @@ mod tests {
                 RepairAction::OrphanResultDropped { .. } => "orphan",
                 RepairAction::ResultReordered { .. } => "reordered",
                 RepairAction::CorruptLinesSkipped { .. } => "corrupt",
+                RepairAction::FileRestored { .. } => "restored",
             })
             .collect();
         assert_eq!(kinds, ["orphan", "duplicate", "interrupted"]);
@@ -457,6 +501,79 @@ mod tests {
         let (session, report) = store.open(&id).unwrap();
         assert_eq!(report, LoadReport::default(), "the second open repairs nothing");
         assert_eq!(session.context_messages(), messages);
+    }
+
+    /// The ids the file at `path` holds, in order.
+    fn ids_on_disk(path: &Path) -> Vec<String> {
+        let text = std::fs::read_to_string(path).unwrap();
+        text.lines().skip(1).map(|l| serde_json::from_str::<SessionEntry>(l).unwrap().id).collect()
+    }
+
+    #[test]
+    fn a_deleted_file_is_written_again_before_an_append_is_acknowledged() {
+        let (_dir, store) = store();
+        let mut session = store.create("/p").unwrap();
+        let u1 = append(&mut session, user("one"));
+        let path = session.path().to_path_buf();
+        // `git clean` takes the whole project directory, lock file included.
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+        let u2 = append(&mut session, user("two"));
+        let on_disk = ids_on_disk(&path);
+        assert_eq!(on_disk[..2], [u1.clone(), u2.clone()]);
+        let repair = session.tree().get(&on_disk[2]).unwrap();
+        assert_eq!(
+            repair.kind,
+            EntryKind::Repair {
+                actions: vec![RepairAction::FileRestored {
+                    cause: "missing".into(),
+                    set_aside: None
+                }]
+            }
+        );
+        assert_eq!(session.leaf_id(), Some(on_disk[2].as_str()));
+        // The lock was taken again: nobody else can open the restored file.
+        assert!(matches!(store.open(session.id()), Err(SessionError::Locked { .. })));
+        let u3 = append(&mut session, user("three"));
+        assert_eq!(ids_on_disk(&path).last(), Some(&u3));
+        let id = session.id().to_string();
+        drop(session);
+        let (session, report) = store.open(&id).unwrap();
+        assert_eq!(report, LoadReport::default());
+        assert_eq!(session.context_messages().len(), 3);
+    }
+
+    #[test]
+    fn a_replaced_file_is_set_aside_and_written_again() {
+        let (_dir, store) = store();
+        let mut session = store.create("/p").unwrap();
+        append(&mut session, user("one"));
+        let path = session.path().to_path_buf();
+        let old_copy = std::fs::read(&path).unwrap();
+        append(&mut session, user("two"));
+        // A sync tool puts back an older copy (a new inode at the same path).
+        let temp = path.with_extension("sync");
+        std::fs::write(&temp, &old_copy).unwrap();
+        std::fs::rename(&temp, &path).unwrap();
+        let u3 = append(&mut session, user("three"));
+        let on_disk = ids_on_disk(&path);
+        assert_eq!(on_disk.len(), 4, "one, two, three and the repair");
+        assert_eq!(on_disk[2], u3);
+        let EntryKind::Repair { actions } = &session.tree().get(&on_disk[3]).unwrap().kind else {
+            panic!("no repair entry")
+        };
+        let [RepairAction::FileRestored { cause, set_aside: Some(aside) }] = actions.as_slice()
+        else {
+            panic!("unexpected repair {actions:?}")
+        };
+        assert_eq!(cause, "replaced");
+        assert_eq!(std::fs::read(aside).unwrap(), old_copy, "the replacement is kept");
+        let id = session.id().to_string();
+        drop(session);
+        let (session, _) = store.open(&id).unwrap();
+        let texts: Vec<String> =
+            session.context_messages().iter().map(|m| format!("{m:?}")).collect();
+        assert_eq!(texts.len(), 3);
+        assert!(texts[2].contains("three"), "{texts:?}");
     }
 
     #[test]

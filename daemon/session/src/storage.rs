@@ -3,6 +3,7 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use rein_protocol::SessionEntry;
@@ -152,13 +153,35 @@ impl SessionLock {
     }
 }
 
+/// What the session's path names, compared with the file a [`SessionFile`] appends to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PathState {
+    /// The path names the open file: what was appended is what the path holds.
+    Same,
+    /// Nothing is at the path any more (the file was deleted).
+    Missing,
+    /// Another file is at the path (the file was replaced, by a rename or a copy).
+    Replaced,
+}
+
+impl PathState {
+    /// A word for the repair entry and logs: `missing` or `replaced` (`same` otherwise).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Same => "same",
+            Self::Missing => "missing",
+            Self::Replaced => "replaced",
+        }
+    }
+}
+
 /// An open, locked session file that entries are appended to.
 #[derive(Debug)]
 pub struct SessionFile {
     path: PathBuf,
     file: File,
     len: u64,
-    _lock: SessionLock,
+    lock: SessionLock,
 }
 
 impl SessionFile {
@@ -180,7 +203,7 @@ impl SessionFile {
         let bytes = encode_file(header, entries)?;
         write_atomically(path, &bytes)?;
         let file = open_append(path)?;
-        Ok(Self { path: path.to_path_buf(), file, len: bytes.len() as u64, _lock: lock })
+        Ok(Self { path: path.to_path_buf(), file, len: bytes.len() as u64, lock })
     }
 
     /// Locks and reads an existing session file. The caller decides what to do with damage
@@ -193,7 +216,7 @@ impl SessionFile {
         let bytes = std::fs::read(path).map_err(SessionError::io("read", path))?;
         let parsed = parse_file(path, &bytes)?;
         let file = open_append(path)?;
-        Ok((Self { path: path.to_path_buf(), file, len: bytes.len() as u64, _lock: lock }, parsed))
+        Ok((Self { path: path.to_path_buf(), file, len: bytes.len() as u64, lock }, parsed))
     }
 
     /// The file's path.
@@ -226,6 +249,40 @@ impl SessionFile {
         self.file = open_append(&self.path)?;
         self.len = bytes.len() as u64;
         Ok(())
+    }
+
+    /// Whether the session's path still names the file this handle appends to (same device
+    /// and inode). An append to a file that was deleted or replaced reaches no path on disk.
+    pub fn path_state(&self) -> Result<PathState, SessionError> {
+        let open = self.file.metadata().map_err(SessionError::io("stat open file", &self.path))?;
+        match std::fs::metadata(&self.path) {
+            Ok(named) if named.dev() == open.dev() && named.ino() == open.ino() => {
+                Ok(PathState::Same)
+            }
+            Ok(_) => Ok(PathState::Replaced),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(PathState::Missing),
+            Err(source) => {
+                Err(SessionError::Io { action: "stat", path: self.path.clone(), source })
+            }
+        }
+    }
+
+    /// Writes the whole file again at its path after it was deleted or replaced: a file found
+    /// at the path is moved to `set_aside` first (never overwritten), the directory is
+    /// created when it went too, and the lock is taken again when its file went. The
+    /// content goes through [`SessionFile::rewrite`], so a crash leaves a whole file.
+    pub fn restore(&mut self, bytes: &[u8], set_aside: Option<&Path>) -> Result<(), SessionError> {
+        if let Some(aside) = set_aside {
+            std::fs::rename(&self.path, aside)
+                .map_err(SessionError::io("set aside", &self.path))?;
+        }
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir).map_err(SessionError::io("create directory", dir))?;
+        }
+        if !paths::lock_file(&self.path).exists() {
+            self.lock = SessionLock::acquire(&self.path)?;
+        }
+        self.rewrite(bytes)
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use rein_protocol::method::SessionSummary;
+use rein_protocol::method::{ListSessionsResult, ListingError, SessionSummary};
 
 use crate::error::SessionError;
 use crate::header::{FORMAT_VERSION, SessionHeader};
@@ -102,35 +102,61 @@ impl SessionStore {
     }
 
     /// Summaries of the sessions of `cwd` (all sessions when `None`), most recently updated
-    /// first. Files that cannot be read are skipped with a warning.
+    /// first. Files and directories that cannot be read are skipped (see
+    /// [`SessionStore::list_with_errors`] for what was skipped).
     pub fn list(&self, cwd: Option<&str>) -> Result<Vec<SessionSummary>, SessionError> {
+        self.list_with_errors(cwd).map(|listing| listing.sessions)
+    }
+
+    /// Summaries of the sessions of `cwd` (all sessions when `None`), most recently updated
+    /// first, and every session file or project directory that could not be read. Only an
+    /// unreadable sessions directory (`<root>/sessions`) itself is an error.
+    pub fn list_with_errors(&self, cwd: Option<&str>) -> Result<ListSessionsResult, SessionError> {
         let dirs = match cwd {
             Some(cwd) => vec![paths::sessions_dir(&self.root).join(paths::project_dir_name(cwd))],
             None => self.project_dirs()?,
         };
+        let mut listing = ListSessionsResult::default();
+        let mut skip = |path: &Path, error: &dyn std::fmt::Display| {
+            tracing::warn!(path = %path.display(), %error, "skipping what cannot be read");
+            listing_error(&mut listing.errors, path, error);
+        };
         let mut sessions = Vec::new();
         for dir in dirs {
-            for path in session_files(&dir)? {
+            let files = match session_files(&dir) {
+                Ok(files) => files,
+                Err(error) => {
+                    skip(&dir, &error);
+                    continue;
+                }
+            };
+            for path in files {
                 match summarize_file(&path) {
                     Ok(summary) if cwd.is_none_or(|c| c == summary.cwd) => sessions.push(summary),
                     Ok(_) => {}
-                    Err(error) => {
-                        tracing::warn!(path = %path.display(), %error, "skipping unreadable session");
-                    }
+                    Err(error) => skip(&path, &error),
                 }
             }
         }
         sessions.sort_by(|a, b| {
             b.updated.cmp(&a.updated).then_with(|| b.session_id.cmp(&a.session_id))
         });
-        Ok(sessions)
+        listing.sessions = sessions;
+        Ok(listing)
     }
 
     fn project_dirs(&self) -> Result<Vec<PathBuf>, SessionError> {
+        // A symbolic link is followed (a project's sessions may live elsewhere); one that
+        // cannot be read is reported by the listing.
         dir_items(&paths::sessions_dir(&self.root), |item| {
-            item.file_type().is_ok_and(|t| t.is_dir())
+            item.file_type().is_ok_and(|t| t.is_dir() || t.is_symlink())
         })
     }
+}
+
+/// Records a path that could not be read.
+fn listing_error(errors: &mut Vec<ListingError>, path: &Path, error: &dyn std::fmt::Display) {
+    errors.push(ListingError { path: path.display().to_string(), message: error.to_string() });
 }
 
 /// The `*.jsonl` files of one project directory (none when it does not exist).
@@ -186,6 +212,35 @@ mod tests {
         assert!(report.actions.is_empty());
         assert_eq!(fork.tree().entries()[0].id, u1);
         assert!(matches!(store.fork(&session, "nope"), Err(SessionError::EntryNotFound(_))));
+    }
+
+    #[test]
+    fn listing_skips_what_it_cannot_read_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        let session = store.create("/p").unwrap();
+        let project = session.path().parent().unwrap().to_path_buf();
+        // A "session file" that cannot be read (a directory), and a project directory that
+        // cannot be listed (a symbolic link to itself); both fail for root too.
+        let bad_file = project.join("broken.jsonl");
+        std::fs::create_dir(&bad_file).unwrap();
+        let bad_dir = paths::sessions_dir(dir.path()).join("loop");
+        std::os::unix::fs::symlink(&bad_dir, &bad_dir).unwrap();
+
+        let listing = store.list_with_errors(Some("/p")).unwrap();
+        assert_eq!(listing.sessions.len(), 1);
+        assert_eq!(listing.errors.len(), 1, "{:?}", listing.errors);
+        assert_eq!(listing.errors[0].path, bad_file.display().to_string());
+
+        let all = store.list_with_errors(None).unwrap();
+        assert_eq!(all.sessions.len(), 1);
+        let mut paths: Vec<&str> = all.errors.iter().map(|e| e.path.as_str()).collect();
+        paths.sort_unstable();
+        let mut expected = [bad_file.display().to_string(), bad_dir.display().to_string()];
+        expected.sort_unstable();
+        assert_eq!(paths, expected);
+        assert!(all.errors.iter().all(|e| !e.message.is_empty()));
+        assert_eq!(store.list(None).unwrap().len(), 1);
     }
 
     #[test]

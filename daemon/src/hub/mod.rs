@@ -19,7 +19,7 @@ use rein_coding::session::{
 };
 use rein_protocol::error::ErrorKind;
 use rein_protocol::event::{DaemonEvent, SessionEvent};
-use rein_protocol::method::{CreateSessionParams, SessionSummary};
+use rein_protocol::method::{CreateSessionParams, ListSessionsResult};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -277,20 +277,21 @@ impl Hub {
         Ok(())
     }
 
-    /// Sessions on disk (per project directory or all), marked loaded and running as they are.
-    pub fn list(&self, cwd: Option<&str>) -> Result<Vec<SessionSummary>, RpcError> {
-        let mut sessions = self
+    /// Sessions on disk (per project directory or all), marked loaded and running as they are,
+    /// with what could not be read.
+    pub fn list(&self, cwd: Option<&str>) -> Result<ListSessionsResult, RpcError> {
+        let mut listing = self
             .env
             .store
-            .list(cwd)
+            .list_with_errors(cwd)
             .map_err(|error| RpcError::new(error.kind(), error.to_string()))?;
-        for summary in &mut sessions {
+        for summary in &mut listing.sessions {
             if let Some(loaded) = self.loaded(&summary.session_id) {
                 summary.loaded = true;
                 summary.running = loaded.session.is_busy();
             }
         }
-        Ok(sessions)
+        Ok(listing)
     }
 
     /// Unloads sessions idle and unwatched for the configured time, until `stop` fires.

@@ -47,6 +47,10 @@ pub async fn initialize(
 /// `daemon/info`.
 pub async fn info(_: Empty, connection: Arc<ConnectionContext>) -> Result<DaemonInfo, RpcError> {
     let daemon = &connection.daemon;
+    let (disk_free_bytes, low_disk_space) = crate::housekeeping::disk_status(
+        &daemon.options.home,
+        daemon.config.storage.min_free_bytes,
+    );
     Ok(DaemonInfo {
         version: DAEMON_VERSION.to_string(),
         protocol_version: PROTOCOL_VERSION,
@@ -56,6 +60,8 @@ pub async fn info(_: Empty, connection: Arc<ConnectionContext>) -> Result<Daemon
         rein_home: daemon.options.home.display().to_string(),
         sessions_loaded: daemon.hub.loaded_count() as u64,
         connections: daemon.connections(),
+        disk_free_bytes,
+        low_disk_space,
     })
 }
 

@@ -33,10 +33,9 @@ pub async fn list(
     connection: Arc<ConnectionContext>,
 ) -> Result<ListSessionsResult, RpcError> {
     let hub = connection.daemon.hub.clone();
-    let sessions = tokio::task::spawn_blocking(move || hub.list(params.cwd.as_deref()))
+    tokio::task::spawn_blocking(move || hub.list(params.cwd.as_deref()))
         .await
-        .map_err(|error| RpcError::new(rein_protocol::ErrorKind::Internal, error.to_string()))??;
-    Ok(ListSessionsResult { sessions })
+        .map_err(|error| RpcError::new(rein_protocol::ErrorKind::Internal, error.to_string()))?
 }
 
 /// `session/open`: loads the session (if needed) and returns its state.
@@ -63,6 +62,11 @@ pub async fn delete(
     connection: Arc<ConnectionContext>,
 ) -> Result<Ack, RpcError> {
     connection.daemon.hub.delete(&params.session_id).await?;
+    // The session's command output files go with it.
+    let spills = crate::config::spill_root(&connection.daemon.options.home);
+    if let Err(error) = rein_coding::tools::spill::remove_session(&spills, &params.session_id) {
+        tracing::warn!(%error, session = %params.session_id, "could not remove output files");
+    }
     Ok(Ack::ok())
 }
 

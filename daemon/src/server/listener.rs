@@ -54,9 +54,7 @@ pub struct BoundSocket {
 
 /// The lock file path for a socket.
 pub fn lock_path(socket: &Path) -> PathBuf {
-    let mut name = socket.as_os_str().to_owned();
-    name.push(".lock");
-    PathBuf::from(name)
+    rein_protocol::paths::socket_lock(socket)
 }
 
 /// Creates the socket's directory (0700 when we create it), takes the single-instance lock,

@@ -6,6 +6,7 @@
 //! the daemon would not send or accept.
 
 use crate::entry::{EntryKind, SessionEntry};
+use crate::error::ErrorKind;
 use crate::event::{
     ApprovalDecision, AssistantDelta, CompactionReason, DaemonEvent, EndReason, EventEnvelope,
     QueueState, QueuedMessage, SessionEvent, SubscriptionItem,
@@ -19,11 +20,11 @@ use crate::method::{
     ClearQueueParams, ClientCapabilities, CompactParams, CompactResult, CreateSessionParams,
     DaemonCapabilities, DaemonInfo, ExcludedFile, ExportFormat, ExportParams, ExportResult,
     ForkParams, InitializeParams, InitializeResult, LabelParams, ListSessionsParams,
-    ListSessionsResult, MessagesResult, ModelsResult, PromptDisposition, PromptParams,
-    PromptResult, QueueMessageParams, QueueMessageResult, QueueSelector, RenameParams, RunLimits,
-    SessionRef, SessionState, SessionSummary, SetApprovalPolicyParams, SetModelParams,
-    SetThinkingParams, ShellParams, SubscribeParams, SubscriptionNotification, TreeResult,
-    TrustListResult, TrustParams,
+    ListSessionsResult, ListingError, MessagesResult, ModelsResult, PromptDisposition,
+    PromptParams, PromptResult, QueueMessageParams, QueueMessageResult, QueueSelector,
+    RenameParams, RunLimits, SessionRef, SessionState, SessionSummary, SetApprovalPolicyParams,
+    SetModelParams, SetThinkingParams, ShellParams, SubscribeParams, SubscriptionNotification,
+    TreeResult, TrustListResult, TrustParams,
 };
 use crate::model::{Api, ModelCost, ModelInfo, ModelRef, ThinkingLevel};
 use crate::version::PROTOCOL_VERSION;
@@ -187,6 +188,8 @@ pub fn daemon_info() -> DaemonInfo {
         rein_home: "/home/ada/.local/share/rein".into(),
         sessions_loaded: 2,
         connections: 3,
+        disk_free_bytes: Some(48_318_382_080),
+        low_disk_space: false,
     }
 }
 
@@ -279,6 +282,13 @@ pub fn list_sessions_result() -> ListSessionsResult {
             ),
             loaded: true,
             running: true,
+        }],
+        errors: vec![ListingError {
+            path: "/home/ada/.local/share/rein/sessions/--home-ada-src-parser--/0193b2c4.jsonl"
+                .into(),
+            message: "read /home/ada/.local/share/rein/sessions/--home-ada-src-parser--/\
+                      0193b2c4.jsonl: Permission denied (os error 13)"
+                .into(),
         }],
     }
 }
@@ -606,6 +616,16 @@ pub fn session_events() -> Vec<SessionEvent> {
         },
         SessionEvent::ShellOutput { shell_id: SHELL_ID.into(), chunk: " M src/lex.rs\n".into() },
         SessionEvent::ShellEnd { shell_id: SHELL_ID.into(), exit_code: Some(0), cancelled: false },
+        SessionEvent::Error {
+            error_kind: ErrorKind::Io,
+            message: format!(
+                "append to /home/ada/.local/share/rein/sessions/--home-ada-src-parser--/\
+                 {SESSION_ID}.jsonl: No space left on device (os error 28)"
+            ),
+            path: Some(format!(
+                "/home/ada/.local/share/rein/sessions/--home-ada-src-parser--/{SESSION_ID}.jsonl"
+            )),
+        },
         SessionEvent::AgentEnd {
             run_id: RUN_ID.into(),
             reason: EndReason::Completed,
@@ -644,6 +664,11 @@ pub fn daemon_events() -> Vec<DaemonEvent> {
         DaemonEvent::SessionRunning { session_id: SESSION_ID.into(), run_id: RUN_ID.into() },
         DaemonEvent::SessionIdle { session_id: SESSION_ID.into() },
         DaemonEvent::SessionDeleted { session_id: FORKED_SESSION_ID.into() },
+        DaemonEvent::LowDiskSpace {
+            path: "/home/ada/.local/share/rein".into(),
+            free_bytes: 120_586_240,
+            threshold_bytes: 268_435_456,
+        },
         DaemonEvent::ShuttingDown,
     ]
 }

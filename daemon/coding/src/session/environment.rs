@@ -70,7 +70,8 @@ pub struct CodingEnvironment {
     pub global_dir: PathBuf,
     /// The global skills directory; always used.
     pub global_skills_dir: PathBuf,
-    /// Where `bash` writes the full output of commands whose output was cut.
+    /// Where `bash` writes the full output of commands whose output was cut: one directory
+    /// per session below it (see `tools::spill`).
     pub output_dir: PathBuf,
     /// Settings a new session starts with.
     pub defaults: SessionDefaults,

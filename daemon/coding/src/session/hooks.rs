@@ -25,6 +25,10 @@ pub const NO_APPROVER_REASON: &str = "no client attached that can approve this c
      was not run; the user can attach a client that answers approvals or change the approval \
      policy (session/set_approval_policy)";
 
+/// The result of a call whose reply could not be written to the session file.
+pub const NOT_RECORDED_REASON: &str =
+    "not run: the session file could not be written, so the run stopped";
+
 /// What the model is told when the run stopped while a call waited for approval.
 pub const APPROVAL_CANCELLED_REASON: &str = "the run was cancelled before the call was approved";
 
@@ -142,7 +146,15 @@ impl CodingSession {
             tracing::debug!(session = %self.id, "project context changed; system prompt rebuilt");
         }
         self.pump.catch_up().await;
-        let compacted = self.compact_at_threshold().await;
+        // After a failed write the history in memory ran ahead of the file: go on from the
+        // file.
+        let resynced = if self.journal.unsaved().take_resync() {
+            tracing::info!(session = %self.id, "continuing from the session file after a failed write");
+            self.journal.read(Session::request_messages).ok()
+        } else {
+            None
+        };
+        let compacted = self.compact_at_threshold().await.or(resynced);
         let current = compacted.as_deref().unwrap_or(messages);
         let messages = if is_valid_tool_history(current) {
             compacted
@@ -235,6 +247,11 @@ impl CodingSession {
     /// Decides whether a validated tool call may run, asking a client when the policy says
     /// so.
     async fn approve(&self, call: &ToolCallContext) -> ToolCallDecision {
+        // A call runs only once the reply that made it is on disk.
+        self.pump.catch_up().await;
+        if self.journal.unsaved().holding() {
+            return ToolCallDecision::Block { reason: NOT_RECORDED_REASON.into() };
+        }
         let policy = self.approval_policy();
         let cwd = Path::new(&self.cwd);
         let Some(reason) = approval_reason(policy, &call.tool_name, &call.arguments, cwd) else {

@@ -26,7 +26,10 @@
 //! appended to the session file when its `MessageEnd` arrives, before that event is passed on,
 //! and is followed by an `EntryAppended` event (see `pump`). Model and thinking-level changes,
 //! labels, names, compactions, branch moves and branch summaries are entries too, each
-//! announced with `EntryAppended`. Reopening replays the active path: messages (with tool
+//! announced with `EntryAppended`. A message that cannot be written (a full disk) stops the run
+//! with an `io` error event; the harness's history is then taken from the file again before the
+//! next request, so the model never sees what the file does not hold (see `unsaved`). Reopening
+//! replays the active path: messages (with tool
 //! history repaired), model and thinking level. The approval policy is not recorded: a session
 //! that is opened again starts from the configured default, the safer choice.
 //!
@@ -63,6 +66,7 @@ mod journal;
 mod model;
 mod pump;
 mod shell;
+mod unsaved;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -234,7 +238,7 @@ impl CodingSession {
             bash: env.defaults.bash.clone(),
             files: FileTracker::new(),
             locks: env.file_locks.clone(),
-            output_dir: env.output_dir.clone(),
+            output_dir: crate::tools::spill::session_dir(&env.output_dir, &id),
         };
         let tools = coding_tools(tool_context.clone());
         let sources = ContextSources {
@@ -255,7 +259,13 @@ impl CodingSession {
         let journal = Arc::new(Journal::new(file, sink.clone()));
         Ok(Arc::new_cyclic(|me: &Weak<CodingSession>| {
             harness.set_hooks(Arc::new(hooks::SessionHooks::new(me.clone())));
-            let pump = EventPump::start(&harness, Arc::clone(&journal), sink.clone());
+            let stopper = me.clone();
+            let on_failure: pump::OnFailure = Box::new(move || {
+                if let Some(session) = stopper.upgrade() {
+                    session.harness.cancel_all();
+                }
+            });
+            let pump = EventPump::start(&harness, Arc::clone(&journal), sink.clone(), on_failure);
             CodingSession {
                 id,
                 cwd,

@@ -4,6 +4,10 @@
 //! A `MessageEnd` is appended to the session file (fsync'd) before it is passed on, and is
 //! followed by the `EntryAppended` of its entry; every other event is passed on as it is.
 //!
+//! When the append fails, the run is stopped at once (`on_failure`): an `error` event of kind
+//! `io` names the file and the cause, the rest of the run's messages are not written (their
+//! tool results are held, see [`super::unsaved`]), and the run's `agent_end` says `error`.
+//!
 //! Hooks that touch the session file or emit events of their own first call
 //! [`EventPump::catch_up`], which waits until everything the harness emitted before the call
 //! has been forwarded (and so persisted). It counts the harness's events on a second
@@ -12,7 +16,7 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rein_agent::{EventReceiver, Harness};
-use rein_protocol::event::SessionEvent;
+use rein_protocol::event::{EndReason, SessionEvent};
 use rein_protocol::message::Message;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -44,8 +48,14 @@ pub(crate) struct EventPump {
 }
 
 impl EventPump {
-    /// Subscribes to `harness` and starts forwarding to `sink`.
-    pub(crate) fn start(harness: &Harness, journal: Arc<Journal>, sink: EventSink) -> Self {
+    /// Subscribes to `harness` and starts forwarding to `sink`; `on_failure` is called when a
+    /// message could not be written, to stop the run.
+    pub(crate) fn start(
+        harness: &Harness,
+        journal: Arc<Journal>,
+        sink: EventSink,
+        on_failure: OnFailure,
+    ) -> Self {
         // Both subscriptions are made before anything runs, so they see the same events.
         let tap = Arc::new(Mutex::new(Tap { receiver: harness.subscribe(), emitted: 0 }));
         let mut events = harness.subscribe();
@@ -54,7 +64,7 @@ impl EventPump {
         let task = tokio::spawn(async move {
             let mut done = 0_u64;
             while let Some(event) = events.recv().await {
-                forward(&journal, &sink, event);
+                forward(&journal, &sink, &on_failure, event);
                 done += 1;
                 // Keep the tap drained so it never holds more than the backlog.
                 lock(&task_tap).count();
@@ -91,13 +101,40 @@ fn lock(tap: &Mutex<Tap>) -> MutexGuard<'_, Tap> {
     tap.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// What the pump calls to stop the run after a failed write.
+pub(crate) type OnFailure = Box<dyn Fn() + Send + Sync>;
+
 /// Passes one event on, persisting a finished message first: the message end is followed by
 /// the `EntryAppended` of its entry.
-fn forward(journal: &Journal, sink: &EventSink, event: SessionEvent) {
-    let SessionEvent::MessageEnd { message } = event else {
-        sink(event);
-        return;
+fn forward(journal: &Journal, sink: &EventSink, on_failure: &OnFailure, event: SessionEvent) {
+    let message = match event {
+        SessionEvent::MessageEnd { message } => message,
+        SessionEvent::AgentEnd { run_id, reason, error, usage, turns } => {
+            // The run that could not be written ended with an error, however it was stopped.
+            let (reason, error) = match journal.unsaved().end_run() {
+                Some(failure) => (
+                    EndReason::Error,
+                    Some(format!("the session file could not be written: {failure}")),
+                ),
+                None => (reason, error),
+            };
+            sink(SessionEvent::AgentEnd { run_id, reason, error, usage, turns });
+            return;
+        }
+        other => {
+            sink(other);
+            return;
+        }
     };
+    {
+        let mut unsaved = journal.unsaved();
+        if unsaved.holding() {
+            unsaved.hold(&message);
+            drop(unsaved);
+            sink(SessionEvent::MessageEnd { message });
+            return;
+        }
+    }
     let persisted = journal.write_then(
         |session| session.append_message(message.clone()),
         |entries| {
@@ -108,8 +145,18 @@ fn forward(journal: &Journal, sink: &EventSink, event: SessionEvent) {
         },
     );
     if let Err(error) = persisted {
-        tracing::error!(%error, role = role(&message), "could not persist a message");
+        tracing::error!(%error, role = role(&message), "could not persist a message; stopping the run");
+        let first = journal.fail(&error, &message);
         sink(SessionEvent::MessageEnd { message });
+        if first {
+            let path = journal.read(|session| session.path().display().to_string()).ok();
+            sink(SessionEvent::Error {
+                error_kind: error.kind(),
+                message: error.to_string(),
+                path,
+            });
+            on_failure();
+        }
     }
 }
 

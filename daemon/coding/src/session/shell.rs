@@ -84,8 +84,8 @@ pub(crate) fn shell_message(command: &str, outcome: &CommandOutcome) -> Message 
         (None, Some(signal), _) => text.push_str(&format!("[killed by signal {signal}]")),
         (None, None, false) => text.push_str("[ended]"),
     }
-    if let Some(path) = &outcome.full_output_path {
-        text.push_str(&format!("\n[full output: {}]", path.display()));
+    if let Some(note) = &outcome.full_output_note {
+        text.push_str(&format!("\n[{note}]"));
     }
     Message::User(UserMessage { content: vec![ContentBlock::text(text)], timestamp: now_millis() })
 }
@@ -137,7 +137,8 @@ impl CodingSession {
             cwd: PathBuf::from(&self.cwd),
             shell: self.env.defaults.bash.shell.clone(),
             timeout: self.env.defaults.bash.default_timeout,
-            output_dir: self.env.output_dir.clone(),
+            output_dir: crate::tools::spill::session_dir(&self.env.output_dir, &self.id),
+            spill: self.env.defaults.bash.spill,
             hidden_env: self.env.defaults.bash.hidden_env.clone(),
         };
         let id = shell_id.clone();
@@ -220,6 +221,7 @@ mod tests {
             total_bytes: output.len() as u64,
             total_lines: output.lines().count() as u64,
             full_output_path: None,
+            full_output_note: None,
             exit_code,
             signal: None,
             duration: Duration::ZERO,
@@ -242,8 +244,9 @@ mod tests {
         let mut cut = outcome("tail\n", Some(0));
         cut.truncated = true;
         cut.full_output_path = Some(PathBuf::from("/tmp/out.txt"));
+        cut.full_output_note = Some("Full output: /tmp/out.txt".into());
         let text = text(&shell_message("make", &cut));
         assert!(text.contains("[only the last 1 lines of output are shown]"), "{text}");
-        assert!(text.ends_with("[exit code 0]\n[full output: /tmp/out.txt]"), "{text}");
+        assert!(text.ends_with("[exit code 0]\n[Full output: /tmp/out.txt]"), "{text}");
     }
 }

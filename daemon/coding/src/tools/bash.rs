@@ -21,6 +21,7 @@ use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
 use super::capture::{CapturedOutput, OutputCapture, Utf8Chunks};
+use super::spill::{self, SpillLimits};
 use super::{ToolContext, parse_arguments};
 
 /// How long output is still collected after the shell exited, while something it left in the
@@ -56,6 +57,8 @@ pub struct CommandRequest {
     pub timeout: Duration,
     /// Where the full output goes when it is too long to keep in memory.
     pub output_dir: PathBuf,
+    /// How large that file may grow, and the free space it must leave.
+    pub spill: SpillLimits,
     /// Environment variables the command does not get (see [`BashSettings::hidden_env`]).
     pub hidden_env: Vec<String>,
 }
@@ -73,8 +76,10 @@ pub struct CommandOutcome {
     pub total_bytes: u64,
     /// Lines the command printed.
     pub total_lines: u64,
-    /// The file holding the whole output, when it was cut.
+    /// The file holding the whole output (or its start), when it was cut.
     pub full_output_path: Option<PathBuf>,
+    /// Where the full output went, its cap, or why it was not saved, for the result.
+    pub full_output_note: Option<String>,
     /// The exit code, when the shell exited normally.
     pub exit_code: Option<i32>,
     /// The signal that ended the shell, if one did.
@@ -135,7 +140,7 @@ pub async fn run_command(
     let mut pipe = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
 
     let mut output = OutputForwarder {
-        capture: OutputCapture::new(&request.output_dir),
+        capture: OutputCapture::new(&request.output_dir, request.spill),
         chunks: Utf8Chunks::default(),
         on_output: &mut on_output,
     };
@@ -180,7 +185,7 @@ pub async fn run_command(
     }
 
     let duration = started.elapsed();
-    let CapturedOutput { text, truncated, shown_lines, total_bytes, total_lines, full_output } =
+    let CapturedOutput { text, truncated, shown_lines, total_bytes, total_lines, spill } =
         output.finish();
     let (exit_code, signal) = match status {
         Some(status) => {
@@ -195,7 +200,8 @@ pub async fn run_command(
         shown_lines,
         total_bytes,
         total_lines,
-        full_output_path: full_output,
+        full_output_path: spill.path().map(Path::to_path_buf),
+        full_output_note: spill::describe(&spill),
         exit_code,
         signal,
         duration,
@@ -361,6 +367,7 @@ impl Tool for BashTool {
                 shell: self.ctx.bash.shell.clone(),
                 timeout,
                 output_dir: self.ctx.output_dir.clone(),
+                spill: self.ctx.bash.spill,
                 hidden_env: self.ctx.bash.hidden_env.clone(),
             };
             let updates = invocation.updates.clone();
@@ -380,15 +387,14 @@ fn result(outcome: &CommandOutcome, timeout: Duration) -> ToolOutput {
         text.push('\n');
     }
     let mut notes = Vec::new();
-    if let Some(path) = &outcome.full_output_path {
+    if outcome.truncated {
         notes.push(format!(
-            "[Output truncated: showing the last {} of {} lines ({} of {} bytes). Full output: \
-             {}]",
+            "[Output truncated: showing the last {} of {} lines ({} of {} bytes). {}]",
             outcome.shown_lines,
             outcome.total_lines,
             outcome.output.len(),
             outcome.total_bytes,
-            path.display()
+            outcome.full_output_note.as_deref().unwrap_or("Full output not saved.")
         ));
     }
     if outcome.timed_out {
@@ -601,6 +607,7 @@ mod tests {
             timeout: Duration::from_secs(30),
             hidden_env: Vec::new(),
             output_dir: dir.path().join("out"),
+            spill: SpillLimits::default(),
         };
         let mut seen = String::new();
         let outcome =

@@ -5,20 +5,32 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
+use super::spill::{FREE_SPACE_CHECK_BYTES, SpillLimits, SpillOutcome, room_for};
 use super::{MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES};
 
 /// Output collected so far. Memory stays around twice the byte cap whatever the command prints;
-/// as soon as the output exceeds a cap, everything (from the first byte on) also goes to a file
-/// in the output directory.
+/// as soon as the output exceeds a cap, it (from the first byte on) also goes to a spill file
+/// in the output directory, within the [`SpillLimits`].
 pub(crate) struct OutputCapture {
     tail: Vec<u8>,
     total_bytes: u64,
     newlines: u64,
     dir: PathBuf,
-    spill: Option<(PathBuf, BufWriter<File>)>,
-    spill_failed: bool,
+    limits: SpillLimits,
+    spill: Option<SpillFile>,
+    /// Set once spilling stopped for good (the file was cut or never written).
+    spill_end: Option<SpillOutcome>,
     max_bytes: usize,
     max_lines: usize,
+}
+
+/// The spill file being written.
+struct SpillFile {
+    path: PathBuf,
+    file: BufWriter<File>,
+    written: u64,
+    /// Free space is checked again once `written` passes this.
+    next_check: u64,
 }
 
 /// What a command printed, cut to fit a tool result.
@@ -34,24 +46,25 @@ pub(crate) struct CapturedOutput {
     pub total_bytes: u64,
     /// Lines the command printed.
     pub total_lines: u64,
-    /// The file with the whole output, when it was cut.
-    pub full_output: Option<PathBuf>,
+    /// Where the full output went, when it was cut.
+    pub spill: SpillOutcome,
 }
 
 impl OutputCapture {
-    /// A capture that spills into `dir` (created when first needed).
-    pub(crate) fn new(dir: &Path) -> Self {
-        Self::with_limits(dir, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES)
+    /// A capture that spills into `dir` (created when first needed) within `limits`.
+    pub(crate) fn new(dir: &Path, limits: SpillLimits) -> Self {
+        Self::with_limits(dir, limits, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES)
     }
 
-    fn with_limits(dir: &Path, max_bytes: usize, max_lines: usize) -> Self {
+    fn with_limits(dir: &Path, limits: SpillLimits, max_bytes: usize, max_lines: usize) -> Self {
         Self {
             tail: Vec::new(),
             total_bytes: 0,
             newlines: 0,
             dir: dir.to_path_buf(),
+            limits,
             spill: None,
-            spill_failed: false,
+            spill_end: None,
             max_bytes,
             max_lines,
         }
@@ -62,13 +75,9 @@ impl OutputCapture {
         self.tail.extend_from_slice(chunk);
         self.total_bytes += chunk.len() as u64;
         self.newlines += chunk.iter().filter(|&&b| b == b'\n').count() as u64;
-        if let Some((path, file)) = &mut self.spill {
-            if let Err(err) = file.write_all(chunk) {
-                tracing::warn!(path = %path.display(), error = %err, "full output file failed");
-                self.spill = None;
-                self.spill_failed = true;
-            }
-        } else if !self.spill_failed && self.over_caps() {
+        if self.spill.is_some() {
+            self.write_spill(chunk);
+        } else if self.spill_end.is_none() && self.over_caps() {
             self.start_spill();
         }
         // Nothing is dropped before the spill file exists: it starts once the output passes
@@ -83,8 +92,13 @@ impl OutputCapture {
         self.total_bytes > self.max_bytes as u64 || self.newlines >= self.max_lines as u64
     }
 
+    /// Creates the spill file when there is room and writes everything so far into it.
     fn start_spill(&mut self) {
-        self.spill_failed = true;
+        if let Err(reason) = room_for(&self.dir, FREE_SPACE_CHECK_BYTES, self.limits) {
+            tracing::warn!(dir = %self.dir.display(), %reason, "no full output file");
+            self.spill_end = Some(SpillOutcome::NotWritten { reason });
+            return;
+        }
         let created = std::fs::create_dir_all(&self.dir).and_then(|()| {
             tempfile::Builder::new()
                 .prefix("bash-")
@@ -95,34 +109,84 @@ impl OutputCapture {
         });
         match created {
             Ok((file, path)) => {
-                let mut file = BufWriter::new(file);
-                match file.write_all(&self.tail) {
-                    Ok(()) => {
-                        self.spill = Some((path, file));
-                        self.spill_failed = false;
-                    }
-                    Err(err) => tracing::warn!(error = %err, "full output file failed"),
-                }
+                self.spill = Some(SpillFile {
+                    path,
+                    file: BufWriter::new(file),
+                    written: 0,
+                    next_check: FREE_SPACE_CHECK_BYTES,
+                });
+                let so_far = std::mem::take(&mut self.tail);
+                self.write_spill(&so_far);
+                self.tail = so_far;
             }
-            Err(err) => tracing::warn!(dir = %self.dir.display(), error = %err,
-                "cannot create a full output file"),
+            Err(err) => {
+                tracing::warn!(dir = %self.dir.display(), error = %err,
+                    "cannot create a full output file");
+                let reason = format!("cannot create a file in {}: {err}", self.dir.display());
+                self.spill_end = Some(SpillOutcome::NotWritten { reason });
+            }
         }
     }
 
-    /// Ends the capture: the tail within the caps, and the spill file if the output was cut.
+    /// Appends to the spill file within its cap, checking free space every
+    /// [`FREE_SPACE_CHECK_BYTES`]; stops spilling for good at the cap, on low space or on a
+    /// write error.
+    fn write_spill(&mut self, chunk: &[u8]) {
+        let Some(spill) = self.spill.as_mut() else { return };
+        let room = self.limits.max_bytes.saturating_sub(spill.written);
+        let take = chunk.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+        let mut stop: Option<String> = None;
+        if spill.written + take as u64 > spill.next_check {
+            match room_for(&self.dir, FREE_SPACE_CHECK_BYTES, self.limits) {
+                Ok(()) => spill.next_check = spill.written + take as u64 + FREE_SPACE_CHECK_BYTES,
+                Err(reason) => stop = Some(reason),
+            }
+        }
+        if stop.is_none() {
+            match spill.file.write_all(&chunk[..take]) {
+                Ok(()) => spill.written += take as u64,
+                Err(err) => stop = Some(format!("writing it failed: {err}")),
+            }
+        }
+        if stop.is_none() && take < chunk.len() {
+            stop =
+                Some(format!("the cap of {} bytes, tools.spill_max_bytes", self.limits.max_bytes));
+        }
+        if let Some(reason) = stop
+            && let Some(mut spill) = self.spill.take()
+        {
+            if let Err(err) = spill.file.flush() {
+                tracing::warn!(path = %spill.path.display(), error = %err, "full output file failed");
+            }
+            tracing::warn!(path = %spill.path.display(), %reason, "full output file cut short");
+            self.spill_end =
+                Some(SpillOutcome::Cut { path: spill.path, kept: spill.written, reason });
+        }
+    }
+
+    /// Ends the capture: the tail within the caps, and what became of the spill file when the
+    /// output was cut.
     pub(crate) fn finish(mut self) -> CapturedOutput {
         let kept = last_lines(&self.tail, self.max_bytes, self.max_lines);
         let truncated = (kept.len() as u64) < self.total_bytes;
-        let mut full_output = None;
-        if let Some((path, mut file)) = self.spill.take() {
-            if let Err(err) = file.flush() {
-                tracing::warn!(path = %path.display(), error = %err, "full output file failed");
-            }
-            if truncated {
-                full_output = Some(path);
-            } else if let Err(err) = std::fs::remove_file(&path) {
+        let mut outcome = match self.spill.take() {
+            Some(mut spill) => match spill.file.flush() {
+                Ok(()) => SpillOutcome::Complete { path: spill.path, limit: self.limits.max_bytes },
+                Err(err) => SpillOutcome::Cut {
+                    path: spill.path,
+                    kept: 0,
+                    reason: format!("writing it failed: {err}"),
+                },
+            },
+            None => self.spill_end.take().unwrap_or(SpillOutcome::None),
+        };
+        if !truncated {
+            if let Some(path) = outcome.path()
+                && let Err(err) = std::fs::remove_file(path)
+            {
                 tracing::debug!(path = %path.display(), error = %err, "unneeded output file");
             }
+            outcome = SpillOutcome::None;
         }
         let text = String::from_utf8_lossy(kept).into_owned();
         let shown_lines = count_lines(kept);
@@ -133,7 +197,7 @@ impl OutputCapture {
             total_bytes: self.total_bytes,
             total_lines: self.newlines
                 + u64::from(!self.tail.is_empty() && !self.tail.ends_with(b"\n")),
-            full_output,
+            spill: outcome,
         }
     }
 }
@@ -229,21 +293,21 @@ mod tests {
     #[test]
     fn small_output_is_kept_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let mut capture = OutputCapture::new(dir.path());
+        let mut capture = OutputCapture::new(dir.path(), no_floor());
         capture.push(b"hello\n");
         capture.push(b"world");
         let out = capture.finish();
         assert_eq!(out.text, "hello\nworld");
         assert!(!out.truncated);
         assert_eq!((out.total_lines, out.shown_lines), (2, 2));
-        assert_eq!(out.full_output, None);
+        assert_eq!(out.spill, SpillOutcome::None);
         assert!(!dir.path().exists() || std::fs::read_dir(dir.path()).unwrap().count() == 0);
     }
 
     #[test]
     fn long_output_keeps_the_tail_and_spills_everything() {
         let dir = tempfile::tempdir().unwrap();
-        let mut capture = OutputCapture::with_limits(dir.path(), 100, 5);
+        let mut capture = OutputCapture::with_limits(dir.path(), no_floor(), 100, 5);
         let mut all = Vec::new();
         for i in 0..1000 {
             let line = format!("line {i}\n");
@@ -255,8 +319,52 @@ mod tests {
         assert!(out.truncated);
         assert_eq!(out.text, "line 995\nline 996\nline 997\nline 998\nline 999\n");
         assert_eq!(out.total_lines, 1000);
-        let full = std::fs::read(out.full_output.unwrap()).unwrap();
+        let full = std::fs::read(out.spill.path().unwrap()).unwrap();
         assert_eq!(full, all);
+        assert!(matches!(out.spill, SpillOutcome::Complete { .. }), "{:?}", out.spill);
+    }
+
+    #[test]
+    fn the_spill_file_stops_at_its_cap_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = SpillLimits { max_bytes: 1000, min_free_bytes: 0 };
+        let mut capture = OutputCapture::with_limits(dir.path(), limits, 100, 5);
+        let mut all = Vec::new();
+        for i in 0..1000 {
+            let line = format!("line {i}\n");
+            all.extend_from_slice(line.as_bytes());
+            capture.push(line.as_bytes());
+        }
+        let out = capture.finish();
+        let SpillOutcome::Cut { path, kept, reason } = &out.spill else {
+            panic!("expected a cut spill, got {:?}", out.spill)
+        };
+        assert_eq!(*kept, 1000);
+        assert!(reason.contains("tools.spill_max_bytes"), "{reason}");
+        assert_eq!(std::fs::read(path).unwrap(), all[..1000]);
+        let note = super::super::spill::describe(&out.spill).unwrap();
+        assert!(note.contains(&path.display().to_string()) && note.contains("1000"), "{note}");
+    }
+
+    #[test]
+    fn no_spill_file_is_started_without_free_space() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = SpillLimits { max_bytes: 1000, min_free_bytes: u64::MAX / 2 };
+        let mut capture = OutputCapture::with_limits(dir.path(), limits, 100, 5);
+        for i in 0..100 {
+            capture.push(format!("line {i}\n").as_bytes());
+        }
+        let out = capture.finish();
+        assert!(out.truncated);
+        let SpillOutcome::NotWritten { reason } = &out.spill else {
+            panic!("expected no spill, got {:?}", out.spill)
+        };
+        assert!(reason.contains("storage.min_free_bytes"), "{reason}");
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    fn no_floor() -> SpillLimits {
+        SpillLimits { min_free_bytes: 0, ..SpillLimits::default() }
     }
 
     #[test]

@@ -11,6 +11,7 @@ mod find;
 mod grep;
 mod ls;
 mod read;
+pub mod spill;
 mod walk;
 mod write;
 
@@ -49,11 +50,18 @@ pub struct BashSettings {
     /// Environment variables removed before a command runs: the providers' API key variables,
     /// so a command (say, `env`) cannot print a key into the conversation and the session file.
     pub hidden_env: Vec<String>,
+    /// How large a file with a command's full output may grow, and the free space it leaves.
+    pub spill: spill::SpillLimits,
 }
 
 impl Default for BashSettings {
     fn default() -> Self {
-        Self { default_timeout: Duration::from_secs(120), shell: None, hidden_env: Vec::new() }
+        Self {
+            default_timeout: Duration::from_secs(120),
+            shell: None,
+            hidden_env: Vec::new(),
+            spill: spill::SpillLimits::default(),
+        }
     }
 }
 
