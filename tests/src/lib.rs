@@ -3,3 +3,4 @@
 pub mod background;
 pub mod daemon;
 pub mod fake_provider;
+pub mod process;
