@@ -130,9 +130,19 @@ pub struct SessionsConfig {
     /// Events kept per session for clients that reconnect.
     #[serde(default = "default_replay_buffer")]
     pub replay_buffer: usize,
-    /// Items queued per subscriber before it is lagged.
+    /// Serialized bytes of events kept per session for clients that reconnect: the replay
+    /// window is the last `replay_buffer` events or this many bytes of them, whichever is
+    /// smaller.
+    #[serde(default = "default_replay_buffer_bytes")]
+    pub replay_buffer_bytes: usize,
+    /// Accepted for older configuration files and no longer used: subscribers now read the
+    /// shared replay buffer and lag only when it drops an event they have not read.
     #[serde(default = "default_subscriber_queue")]
     pub subscriber_queue: usize,
+}
+
+fn default_replay_buffer_bytes() -> usize {
+    4 * 1024 * 1024
 }
 
 fn default_idle_unload_secs() -> u64 {
@@ -152,6 +162,7 @@ impl Default for SessionsConfig {
         Self {
             idle_unload_secs: default_idle_unload_secs(),
             replay_buffer: default_replay_buffer(),
+            replay_buffer_bytes: default_replay_buffer_bytes(),
             subscriber_queue: default_subscriber_queue(),
         }
     }

@@ -2,6 +2,7 @@
 
 use crate::config::Config;
 use crate::hub::Hub;
+use crate::server::limits::{ConnectionLimits, InputBudget};
 use rein_ai::registry::Registry;
 use rein_protocol::event::DaemonEvent;
 use std::path::PathBuf;
@@ -20,8 +21,11 @@ pub struct DaemonOptions {
     pub socket: PathBuf,
     /// The longest accepted line in bytes.
     pub max_line_bytes: usize,
-    /// Most connections served at once; further ones are closed at once.
+    /// Most connections served at once; further ones get the restricted service of
+    /// [`crate::server::connection`].
     pub max_connections: u64,
+    /// What each connection may hold.
+    pub limits: ConnectionLimits,
 }
 
 /// State shared by every connection.
@@ -41,7 +45,10 @@ pub struct Daemon {
     pub shutdown: CancellationToken,
     /// Daemon-wide events for `daemon/subscribe`.
     pub events: broadcast::Sender<DaemonEvent>,
+    /// Bytes of unfinished input all connections may hold together.
+    pub input_budget: InputBudget,
     connections: AtomicU64,
+    overflow: AtomicU64,
 }
 
 impl Daemon {
@@ -53,7 +60,9 @@ impl Daemon {
         hub: Arc<Hub>,
         events: broadcast::Sender<DaemonEvent>,
     ) -> Self {
+        let input_budget = InputBudget::new(options.limits.max_buffered_input);
         Self {
+            input_budget,
             options,
             config,
             registry,
@@ -62,6 +71,7 @@ impl Daemon {
             shutdown: CancellationToken::new(),
             events,
             connections: AtomicU64::new(0),
+            overflow: AtomicU64::new(0),
         }
     }
 
@@ -83,6 +93,22 @@ impl Daemon {
     /// Counts a closed connection.
     pub fn connection_closed(&self) {
         self.connections.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Counts a connection served over the limit in the restricted mode; false when even
+    /// those are at their limit (the connection is then refused at once).
+    pub fn overflow_opened(&self) -> bool {
+        let previous = self.overflow.fetch_add(1, Ordering::Relaxed);
+        if previous >= self.options.limits.max_overflow_connections {
+            self.overflow.fetch_sub(1, Ordering::Relaxed);
+            return false;
+        }
+        true
+    }
+
+    /// Counts a closed over-the-limit connection.
+    pub fn overflow_closed(&self) {
+        self.overflow.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Starts a graceful shutdown: tells subscribers, then stops accepting and closes

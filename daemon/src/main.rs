@@ -4,6 +4,7 @@ use anyhow::Context;
 use clap::Parser;
 use rein_ai::registry::Registry;
 use rein_daemon::hub::Hub;
+use rein_daemon::server::limits::ConnectionLimits;
 use rein_daemon::server::listener::{self, BindError};
 use rein_daemon::{
     Daemon, DaemonOptions, config, home_lock, housekeeping, logging, methods, server,
@@ -31,6 +32,19 @@ struct Args {
     /// Most client connections at once.
     #[arg(long, default_value_t = 4096)]
     max_connections: u64,
+    /// Requests of one connection handled at once; past it the connection is not read until
+    /// answers go out.
+    #[arg(long, default_value_t = ConnectionLimits::default().max_in_flight)]
+    max_in_flight: usize,
+    /// Seconds a line may take from its first byte to its newline.
+    #[arg(long, default_value_t = ConnectionLimits::default().line_deadline.as_secs())]
+    line_deadline_secs: u64,
+    /// Seconds a connection may stay silent in the middle of a line.
+    #[arg(long, default_value_t = ConnectionLimits::default().partial_line_idle.as_secs())]
+    partial_line_idle_secs: u64,
+    /// Bytes of unfinished input all connections together may hold.
+    #[arg(long, default_value_t = ConnectionLimits::default().max_buffered_input)]
+    max_buffered_input: usize,
     /// Set by the background launcher: log to the file only.
     #[arg(long, hide = true)]
     detached: bool,
@@ -70,6 +84,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let _guard = logging::init(&home.join("logs"), !args.detached)
         .context("cannot open the log directory")?;
+    raise_open_file_limit();
     let (config, config_path) = config::load(&home)?;
     let registry = Arc::new(Registry::new(config.providers.clone())?);
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
@@ -88,6 +103,13 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         socket,
         max_line_bytes: args.max_line_bytes,
         max_connections: args.max_connections,
+        limits: ConnectionLimits {
+            max_in_flight: args.max_in_flight.max(1),
+            line_deadline: Duration::from_secs(args.line_deadline_secs.max(1)),
+            partial_line_idle: Duration::from_secs(args.partial_line_idle_secs.max(1)),
+            max_buffered_input: args.max_buffered_input,
+            ..ConnectionLimits::default()
+        },
     };
     drop(entered);
     runtime.block_on(async move {
@@ -109,6 +131,21 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Raises the open-file soft limit to the hard limit: every connection, session file and
+/// tool pipe is a descriptor, and the usual soft limit of 1,024 would otherwise cap the
+/// daemon long before its own limits do.
+fn raise_open_file_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    match getrlimit(Resource::RLIMIT_NOFILE) {
+        Ok((soft, hard)) if soft < hard => match setrlimit(Resource::RLIMIT_NOFILE, hard, hard) {
+            Ok(()) => tracing::info!(from = soft, to = hard, "raised the open-file limit"),
+            Err(error) => tracing::warn!(%error, soft, hard, "cannot raise the open-file limit"),
+        },
+        Ok(_) => {}
+        Err(error) => tracing::warn!(%error, "cannot read the open-file limit"),
+    }
 }
 
 /// SIGTERM and SIGINT shut down gracefully, like `daemon/shutdown`. The handlers are installed
@@ -153,6 +190,14 @@ fn spawn_background(args: &Args, socket: &std::path::Path) -> anyhow::Result<Exi
         .arg(args.max_line_bytes.to_string())
         .arg("--max-connections")
         .arg(args.max_connections.to_string())
+        .arg("--max-in-flight")
+        .arg(args.max_in_flight.to_string())
+        .arg("--line-deadline-secs")
+        .arg(args.line_deadline_secs.to_string())
+        .arg("--partial-line-idle-secs")
+        .arg(args.partial_line_idle_secs.to_string())
+        .arg("--max-buffered-input")
+        .arg(args.max_buffered_input.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

@@ -47,6 +47,8 @@ pub enum ErrorKind {
     ShuttingDown,
     /// A file system operation failed.
     Io,
+    /// The daemon is at a limit (connections, buffered input); try again later.
+    Overloaded,
     /// A kind this client version does not know.
     #[serde(other)]
     #[schemars(skip)]
@@ -55,7 +57,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every known kind (not `Unknown`).
-    pub const ALL: [ErrorKind; 18] = [
+    pub const ALL: [ErrorKind; 19] = [
         Self::ParseError,
         Self::InvalidRequest,
         Self::MethodNotFound,
@@ -74,6 +76,7 @@ impl ErrorKind {
         Self::IncompatibleProtocol,
         Self::ShuttingDown,
         Self::Io,
+        Self::Overloaded,
     ];
 
     /// The stable JSON-RPC error code.
@@ -97,6 +100,7 @@ impl ErrorKind {
             Self::IncompatibleProtocol => -32011,
             Self::ShuttingDown => -32012,
             Self::Io => -32013,
+            Self::Overloaded => -32020,
             Self::Unknown => -32000,
         }
     }
@@ -127,6 +131,7 @@ impl ErrorKind {
             Self::IncompatibleProtocol => "incompatible_protocol",
             Self::ShuttingDown => "shutting_down",
             Self::Io => "io",
+            Self::Overloaded => "overloaded",
             Self::Unknown => "unknown",
         }
     }
@@ -156,6 +161,9 @@ impl ErrorKind {
             Self::IncompatibleProtocol => "The client's protocol major version is not supported.",
             Self::ShuttingDown => "The daemon is shutting down.",
             Self::Io => "A file system operation failed.",
+            Self::Overloaded => {
+                "The daemon is at a limit (connections or buffered input); the connection closes."
+            }
             Self::Unknown => "An error kind this version does not know.",
         }
     }

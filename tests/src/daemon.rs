@@ -88,9 +88,15 @@ impl DaemonFixture {
 
     /// Spawns the daemon (again) and waits for it.
     pub fn spawn(&mut self) {
+        self.spawn_with(&[]);
+    }
+
+    /// Spawns the daemon (again) with extra `reind` arguments and waits for it.
+    pub fn spawn_with(&mut self, args: &[&str]) {
         let child = self
             .reind()
             .arg("--foreground")
+            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -134,6 +140,11 @@ impl DaemonFixture {
     /// The socket path.
     pub fn socket(&self) -> &Path {
         &self.socket
+    }
+
+    /// The daemon's pid, when this fixture started it.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
     }
 
     /// The daemon's process, when this fixture started it.

@@ -3,4 +3,5 @@
 pub mod background;
 pub mod daemon;
 pub mod fake_provider;
+pub mod process;
 pub mod small_fs;

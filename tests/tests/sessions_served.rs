@@ -139,14 +139,14 @@ fn a_client_that_reconnects_with_its_last_seq_misses_nothing() {
 fn a_client_that_stops_reading_is_lagged_without_stalling_the_others() {
     let project = tempfile::tempdir().unwrap();
     // 4,000 one-character deltas, one per millisecond: slow enough for a reading client to
-    // keep up, far more than a client that reads nothing can buffer (socket, connection queue
-    // and a 16-item subscriber queue).
+    // keep up, far more than a client that reads nothing can hold back (socket, connection
+    // queue and a 256-event replay buffer).
     let long = "x".repeat(4_000);
     let mut reply = Reply::text(long.clone());
     reply.delta_size = Some(1);
     reply.delay_ms = Some(1);
     let fake = BackgroundFake::start(vec![reply]);
-    let daemon = fake.daemon("approval_policy = \"yolo\"\n[sessions]\nsubscriber_queue = 16");
+    let daemon = fake.daemon("approval_policy = \"yolo\"\n[sessions]\nreplay_buffer = 256");
     let mut reader = client(&daemon, "reader", false);
     let session = create_session(&mut reader, project.path());
     let mut stuck = client(&daemon, "stuck", false);

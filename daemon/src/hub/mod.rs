@@ -151,7 +151,7 @@ impl Hub {
     fn wiring(&self) -> (Arc<EventLog>, Arc<Approvers>, EventSink) {
         let events = Arc::new(EventLog::unbound(
             self.settings.replay_buffer,
-            self.settings.subscriber_queue,
+            self.settings.replay_buffer_bytes,
             1,
         ));
         let approvers = Arc::new(Approvers::default());

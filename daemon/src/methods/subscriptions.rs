@@ -7,10 +7,10 @@
 //! its subscriptions dropped and nothing else changes.
 
 use super::{connection, session};
+use crate::hub::events::Delivery;
 use crate::rpc_error::parse_params;
 use jsonrpsee::{Extensions, PendingSubscriptionSink, SubscriptionMessage};
 use jsonrpsee_types::Params;
-use rein_protocol::event::SubscriptionItem;
 use rein_protocol::method::{Empty, SubscribeParams, names};
 use std::sync::Arc;
 use tokio::sync::broadcast::error::RecvError;
@@ -34,21 +34,26 @@ pub async fn daemon_events(
         connection.track_subscription(&pending.subscription_id(), names::DAEMON_UNSUBSCRIBE);
     let Ok(sink) = pending.accept().await else { return };
     loop {
-        tokio::select! {
+        let event = tokio::select! {
             () = sink.closed() => break,
             () = guard.cancelled() => break,
-            event = events.recv() => match event {
-                Ok(event) => {
-                    let Ok(message) = serde_json::value::to_raw_value(&event) else { continue };
-                    if sink.send(SubscriptionMessage::from(message)).await.is_err() {
-                        break;
-                    }
-                }
-                Err(RecvError::Lagged(skipped)) => {
-                    tracing::debug!(skipped, "daemon event subscriber lagged");
-                }
-                Err(RecvError::Closed) => break,
-            },
+            event = events.recv() => event,
+        };
+        let event = match event {
+            Ok(event) => event,
+            Err(RecvError::Lagged(skipped)) => {
+                tracing::debug!(skipped, "daemon event subscriber lagged");
+                continue;
+            }
+            Err(RecvError::Closed) => break,
+        };
+        let Ok(message) = serde_json::value::to_raw_value(&event) else { continue };
+        let sent = tokio::select! {
+            () = guard.cancelled() => break,
+            sent = sink.send(SubscriptionMessage::from(message)) => sent,
+        };
+        if sent.is_err() {
+            break;
         }
     }
 }
@@ -79,18 +84,24 @@ pub async fn session_events(
     let Ok(sink) = pending.accept().await else { return };
     let _approver = can_approve.then(|| loaded.add_approver());
     loop {
-        tokio::select! {
+        let delivery = tokio::select! {
             () = sink.closed() => break,
             () = guard.cancelled() => break,
-            item = items.recv() => {
-                let Some(item) = item else { break };
-                let last = !matches!(item, SubscriptionItem::Event(_));
-                let Ok(message) = serde_json::value::to_raw_value(&item) else { continue };
-                if sink.send(SubscriptionMessage::from(message)).await.is_err() || last {
-                    break;
-                }
-            }
+            delivery = items.next() => delivery,
+        };
+        let Some(delivery) = delivery else { break };
+        let last = matches!(delivery, Delivery::Final(_));
+        let Ok(message) = delivery.to_json() else { continue };
+        // A client that stops reading holds this send; ending the subscription (unsubscribe
+        // or hangup) must not wait for it.
+        let sent = tokio::select! {
+            () = guard.cancelled() => break,
+            sent = sink.send(SubscriptionMessage::from(message)) => sent,
+        };
+        if sent.is_err() || last {
+            break;
         }
     }
+    drop(items);
     loaded.touch();
 }

@@ -1,12 +1,17 @@
 //! Turns one line into one method call and sends its response.
 //!
 //! Each request runs on a task of its own, so a slow method never holds up the next line of
-//! the same connection; responses are written as they complete. Lines that are not valid
-//! JSON-RPC get a standard error response (`id: null` when no id could be read) and the
-//! connection carries on.
+//! the same connection; responses are written as they complete. Requests that change a session
+//! are the exception: they take their place in the session's lane as they are read and run
+//! one after another in arrival order ([`lanes`](crate::server::lanes)). Lines that are not
+//! valid JSON-RPC get a standard error response (`id: null` when no id could be read) and the
+//! connection carries on. Every request holds one of the connection's in-flight permits until
+//! it is answered, which is what stops the connection's reader when a client does not read.
 
 use crate::daemon::Daemon;
 use crate::rpc_error::RpcError;
+use crate::server::lanes::{Lane, Lanes};
+use crate::server::request_id::{self, IdKind, LooseRequest, RawIds};
 use futures::FutureExt;
 use jsonrpsee::core::traits::IdProvider;
 use jsonrpsee::{
@@ -18,10 +23,12 @@ use rein_protocol::codec::Frame;
 use rein_protocol::error::ErrorKind;
 use rein_protocol::method::ClientCapabilities;
 use rein_protocol::method::names;
-use serde_json::Value;
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use tokio::sync::OwnedSemaphorePermit;
 use tokio_util::sync::CancellationToken;
 
 /// Largest response a method may produce.
@@ -52,6 +59,10 @@ pub struct ConnectionContext {
     subscriptions: BoundedSubscriptions,
     subscription_ids: SequentialIds,
     active: Mutex<HashMap<String, ActiveSubscription>>,
+    /// Cancelled when the client hangs up: every subscription of the connection ends.
+    closing: CancellationToken,
+    lanes: Lanes,
+    raw_ids: Arc<RawIds>,
 }
 
 /// A subscription this connection holds: which unsubscribe method ends it, and how.
@@ -70,7 +81,7 @@ pub struct SubscriptionGuard {
 }
 
 impl SubscriptionGuard {
-    /// Fires when the client unsubscribes.
+    /// Fires when the client unsubscribes or hangs up.
     pub fn cancelled(&self) -> tokio_util::sync::WaitForCancellationFuture<'_> {
         self.cancel.cancelled()
     }
@@ -85,13 +96,15 @@ impl Drop for SubscriptionGuard {
 }
 
 impl ConnectionContext {
-    /// Context for a new connection writing to `sink`.
+    /// Context for a new connection writing to `sink`; `raw_ids` restores the request ids
+    /// jsonrpsee cannot carry (the connection's writer shares it).
     pub fn new(
         id: usize,
         daemon: Arc<Daemon>,
         methods: Methods,
         sink: MethodSink,
         subscriptions: BoundedSubscriptions,
+        raw_ids: Arc<RawIds>,
     ) -> Self {
         Self {
             id,
@@ -102,6 +115,9 @@ impl ConnectionContext {
             subscriptions,
             subscription_ids: SequentialIds::default(),
             active: Mutex::new(HashMap::new()),
+            closing: CancellationToken::new(),
+            lanes: Lanes::default(),
+            raw_ids,
         }
     }
 
@@ -113,7 +129,7 @@ impl ConnectionContext {
         unsubscribe_method: &'static str,
     ) -> SubscriptionGuard {
         let id = subscription_key(id);
-        let cancel = CancellationToken::new();
+        let cancel = self.closing.child_token();
         if let Ok(mut active) = self.active.lock() {
             active.insert(
                 id.clone(),
@@ -137,6 +153,21 @@ impl ConnectionContext {
         }
     }
 
+    /// Where this connection's answers and notifications go.
+    pub fn sink(&self) -> &MethodSink {
+        &self.sink
+    }
+
+    /// The client hung up: ends every subscription, now and any accepted later.
+    pub fn hang_up(&self) {
+        self.closing.cancel();
+    }
+
+    /// Subscriptions open on this connection.
+    pub fn subscription_count(&self) -> usize {
+        self.active.lock().map(|active| active.len()).unwrap_or_default()
+    }
+
     /// The client's name, or `anonymous` before `initialize`.
     pub fn client_name(&self) -> String {
         let client = self.client.lock().map(|c| c.name.clone()).unwrap_or_default();
@@ -155,8 +186,16 @@ impl IdProvider for SequentialIds {
     }
 }
 
-/// Handles one decoded line.
-pub fn handle_frame(frame: Frame, context: &Arc<ConnectionContext>) {
+/// A line read as a call, or why it is not one.
+enum Parsed {
+    /// A request (`notification`: no answer is sent).
+    Call { request: Request<'static>, notification: bool },
+    /// Not a valid request; answered with this error.
+    Invalid { id: Id<'static>, error: RpcError },
+}
+
+/// Handles one decoded line; `permit` is held until it is answered.
+pub fn handle_frame(frame: Frame, context: &Arc<ConnectionContext>, permit: OwnedSemaphorePermit) {
     let line = match frame {
         Frame::Line(line) => line,
         Frame::TooLong { length } => {
@@ -165,34 +204,45 @@ pub fn handle_frame(frame: Frame, context: &Arc<ConnectionContext>) {
                 ErrorKind::InvalidRequest,
                 format!("line of {length} bytes exceeds the limit of {limit} bytes"),
             );
-            send_error(context, Id::Null, &error);
+            send_error(context, Id::Null, &error, permit);
             return;
         }
         Frame::InvalidUtf8 => {
-            send_error(
-                context,
-                Id::Null,
-                &RpcError::new(ErrorKind::ParseError, "line is not valid UTF-8"),
-            );
+            let error = RpcError::new(ErrorKind::ParseError, "line is not valid UTF-8");
+            send_error(context, Id::Null, &error, permit);
             return;
         }
     };
     if line.trim().is_empty() {
         return;
     }
+    let (request, notification) = match parse(&line, &context.raw_ids) {
+        Parsed::Call { request, notification } => (request, notification),
+        Parsed::Invalid { id, error } => {
+            send_error(context, id, &error, permit);
+            return;
+        }
+    };
+    drop(line);
+    // The place in line is taken now, before the next line is read: that is the order.
+    let mut place = context.lanes.join(lanes_for(&request));
     let context = context.clone();
     tokio::spawn(async move {
-        let call = std::panic::AssertUnwindSafe(handle_line(&line, &context));
+        let _permit = permit;
+        place.ready().await;
+        let id = request.id.clone();
+        let call = std::panic::AssertUnwindSafe(execute(request, notification, &context));
         if let Err(panic) = call.catch_unwind().await {
             let message = panic_message(&panic);
             tracing::error!(connection = context.id, %message, "a method panicked");
-            let id = request_id(&line).unwrap_or(Id::Null);
-            send_error(
-                &context,
-                id,
-                &RpcError::new(ErrorKind::Internal, format!("internal error: {message}")),
-            );
+            if !notification {
+                let error =
+                    RpcError::new(ErrorKind::Internal, format!("internal error: {message}"));
+                let response = MethodResponse::error(id, error.to_object());
+                let _ = context.sink.send(response.into_json()).await;
+            }
         }
+        drop(place);
     });
 }
 
@@ -206,68 +256,117 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-/// Reads the `id` of a line that may not be a valid request.
-fn request_id(line: &str) -> Option<Id<'static>> {
-    let value: Value = serde_json::from_str(line).ok()?;
-    match value.get("id")? {
-        Value::Number(n) => n.as_u64().map(Id::Number),
-        Value::String(s) => Some(Id::Str(s.clone().into())),
-        _ => Some(Id::Null),
+/// Methods that never wait behind a session's commands: reads, and control calls that must be
+/// able to overtake (cancel, clearing queues, answering approvals).
+const UNORDERED: &[&str] = &[
+    names::SESSION_OPEN,
+    names::SESSION_STATE,
+    names::SESSION_MESSAGES,
+    names::SESSION_TREE,
+    names::SESSION_QUEUE,
+    names::SESSION_EXPORT,
+    names::SESSION_LIST,
+    names::SESSION_CANCEL,
+    names::SESSION_CLEAR_QUEUE,
+    names::APPROVAL_RESPOND,
+];
+
+/// The lanes a request joins: every other request naming a `session_id` changes that session
+/// and joins its lane; subscribe, unsubscribe and `initialize` (which sets what a
+/// subscription may do) also keep their order among themselves.
+fn lanes_for(request: &Request<'_>) -> Vec<Lane> {
+    #[derive(Deserialize)]
+    struct Target {
+        session_id: Option<String>,
     }
+    let method = request.method.as_ref();
+    let mut lanes = Vec::new();
+    if [
+        names::INITIALIZE,
+        names::SESSION_SUBSCRIBE,
+        names::SESSION_UNSUBSCRIBE,
+        names::DAEMON_SUBSCRIBE,
+        names::DAEMON_UNSUBSCRIBE,
+    ]
+    .contains(&method)
+    {
+        lanes.push(Lane::Subscriptions);
+    }
+    if UNORDERED.contains(&method) {
+        return lanes;
+    }
+    let session = request
+        .params
+        .as_ref()
+        .and_then(|params| serde_json::from_str::<Target>(params.get()).ok())
+        .and_then(|target| target.session_id);
+    if let Some(session) = session {
+        lanes.push(Lane::Session(session));
+    }
+    lanes
 }
 
-async fn handle_line(line: &str, context: &Arc<ConnectionContext>) {
-    match serde_json::from_str::<Request<'_>>(line) {
-        Ok(request) => call(request, context).await,
-        Err(_) => handle_non_request(line, context).await,
+/// Reads a line as a request. Ids jsonrpsee cannot carry (negative, fractional, large
+/// numbers) get a stand-in that the writer replaces with the client's own.
+fn parse(line: &str, raw_ids: &RawIds) -> Parsed {
+    if let Ok(request) = serde_json::from_str::<Request<'_>>(line) {
+        let Request { id, method, params, .. } = request;
+        let params = params.map(|raw| raw.into_owned());
+        return Parsed::Call {
+            request: Request::owned(method.into_owned(), params, id.into_owned()),
+            notification: false,
+        };
     }
-}
-
-/// Classifies a line that did not parse as a request: bad JSON, a notification, or an invalid
-/// request.
-async fn handle_non_request(line: &str, context: &Arc<ConnectionContext>) {
-    let value = match serde_json::from_str::<Value>(line) {
-        Ok(value) => value,
+    let invalid = |id, message: &str| Parsed::Invalid {
+        id,
+        error: RpcError::new(ErrorKind::InvalidRequest, message),
+    };
+    if line.trim_start().starts_with('[') && serde_json::from_str::<&RawValue>(line).is_ok() {
+        return invalid(Id::Null, "batch requests are not supported; send one request per line");
+    }
+    let loose = match serde_json::from_str::<LooseRequest<'_>>(line) {
+        Ok(loose) => loose,
         Err(error) => {
-            send_error(
-                context,
-                Id::Null,
-                &RpcError::new(ErrorKind::ParseError, format!("invalid JSON: {error}")),
-            );
-            return;
+            if serde_json::from_str::<&RawValue>(line).is_ok() {
+                return invalid(Id::Null, "a request must be a JSON object");
+            }
+            return Parsed::Invalid {
+                id: Id::Null,
+                error: RpcError::new(ErrorKind::ParseError, format!("invalid JSON: {error}")),
+            };
         }
     };
-    if value.is_array() {
-        let error = RpcError::new(
-            ErrorKind::InvalidRequest,
-            "batch requests are not supported; send one request per line",
-        );
-        send_error(context, Id::Null, &error);
-        return;
-    }
-    let is_notification = value.get("id").is_none()
-        && value.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
-        && value.get("method").is_some_and(Value::is_string);
-    if is_notification {
-        // Notifications get no response, not even an error.
-        let mut with_id = value;
-        with_id["id"] = Value::Null;
-        let text = with_id.to_string();
-        if let Ok(request) = serde_json::from_str::<Request<'_>>(&text) {
-            let _ = run_method(request, context).await;
+    let id = match request_id::classify(loose.id) {
+        IdKind::Absent => None,
+        IdKind::Plain(id) => Some(id),
+        IdKind::Number(raw) => Some(raw_ids.stand_in(raw)),
+        IdKind::Invalid => {
+            return invalid(Id::Null, "the id must be a string, a number or null");
         }
-        return;
+    };
+    let method = loose.method_name();
+    let (Some(method), true) = (method, loose.is_version_2()) else {
+        return invalid(
+            id.unwrap_or(Id::Null),
+            "not a JSON-RPC 2.0 request: need \"jsonrpc\":\"2.0\", a string \"method\" and an \"id\"",
+        );
+    };
+    let params = loose.params.map(|raw| raw.to_owned());
+    match id {
+        // Notifications get no response, not even an error.
+        None => {
+            Parsed::Call { request: Request::owned(method, params, Id::Null), notification: true }
+        }
+        Some(id) => {
+            Parsed::Call { request: Request::owned(method, params, id), notification: false }
+        }
     }
-    let id = request_id(line).unwrap_or(Id::Null);
-    let error = RpcError::new(
-        ErrorKind::InvalidRequest,
-        "not a JSON-RPC 2.0 request: need \"jsonrpc\":\"2.0\", a string \"method\" and an \"id\"",
-    );
-    send_error(context, id, &error);
 }
 
-async fn call(request: Request<'_>, context: &Arc<ConnectionContext>) {
-    if let Some(response) = run_method(request, context).await {
+/// Runs one request and sends its response (none for a notification).
+async fn execute(request: Request<'static>, notification: bool, context: &Arc<ConnectionContext>) {
+    let response = run_method(request, context).await;
+    if let (Some(response), false) = (response, notification) {
         let _ = context.sink.send(response.into_json()).await;
     }
 }
@@ -335,15 +434,15 @@ fn unsubscribe(
     method: &str,
     context: &ConnectionContext,
 ) -> MethodResponse {
-    let value = params.and_then(|text| serde_json::from_str::<Value>(text).ok());
+    let value = params.and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok());
     let subscription = match &value {
-        Some(Value::Object(object)) => object.get("subscription"),
-        Some(Value::Array(items)) => items.first(),
+        Some(serde_json::Value::Object(object)) => object.get("subscription"),
+        Some(serde_json::Value::Array(items)) => items.first(),
         _ => None,
     };
     let key = match subscription {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Number(number)) => number.to_string(),
+        Some(serde_json::Value::String(text)) => text.clone(),
+        Some(serde_json::Value::Number(number)) => number.to_string(),
         _ => {
             let error = RpcError::invalid_param("subscription", "the subscription id is required");
             return MethodResponse::error(id, error.to_object());
@@ -361,11 +460,18 @@ fn subscription_key(id: &SubscriptionId<'_>) -> String {
     }
 }
 
-fn send_error(context: &ConnectionContext, id: Id<'_>, error: &RpcError) {
+/// Sends an error response, holding `permit` until it is queued for writing.
+fn send_error(
+    context: &ConnectionContext,
+    id: Id<'_>,
+    error: &RpcError,
+    permit: OwnedSemaphorePermit,
+) {
     let response = MethodResponse::error(id, error.to_object());
     let sink = context.sink.clone();
     let json = response.into_json();
     tokio::spawn(async move {
+        let _permit = permit;
         let _ = sink.send(json).await;
     });
 }
@@ -378,6 +484,7 @@ mod tests {
     use crate::hub::Hub;
     use jsonrpsee::RpcModule;
     use rein_ai::Registry;
+    use serde_json::Value;
     use tokio::sync::mpsc;
 
     fn daemon(home: &std::path::Path) -> Arc<Daemon> {
@@ -391,8 +498,13 @@ mod tests {
             socket: home.join("s.sock"),
             max_line_bytes: 1024,
             max_connections: 8,
+            limits: crate::server::limits::ConnectionLimits::default(),
         };
         Arc::new(Daemon::new(options, config, registry, hub, events))
+    }
+
+    fn permit() -> OwnedSemaphorePermit {
+        Arc::new(tokio::sync::Semaphore::new(1)).try_acquire_owned().unwrap()
     }
 
     async fn response(rx: &mut mpsc::Receiver<Box<serde_json::value::RawValue>>) -> Value {
@@ -417,10 +529,12 @@ mod tests {
             module.into(),
             MethodSink::new(tx),
             BoundedSubscriptions::new(4),
+            Arc::new(RawIds::default()),
         ));
         handle_frame(
             Frame::Line(r#"{"jsonrpc":"2.0","id":5,"method":"test/boom"}"#.into()),
             &context,
+            permit(),
         );
         let answer = response(&mut rx).await;
         assert_eq!(answer["id"], 5);
@@ -431,6 +545,7 @@ mod tests {
         handle_frame(
             Frame::Line(r#"{"jsonrpc":"2.0","id":6,"method":"test/ok"}"#.into()),
             &context,
+            permit(),
         );
         let answer = response(&mut rx).await;
         assert_eq!(answer["result"], 7);
@@ -446,19 +561,25 @@ mod tests {
             RpcModule::new(()).into(),
             MethodSink::new(tx),
             BoundedSubscriptions::new(4),
+            Arc::new(RawIds::default()),
         ));
-        handle_frame(Frame::TooLong { length: 5000 }, &context);
+        handle_frame(Frame::TooLong { length: 5000 }, &context, permit());
         let answer = response(&mut rx).await;
         assert_eq!(answer["error"]["data"]["kind"], "invalid_request");
         assert_eq!(answer["id"], Value::Null);
-        handle_frame(Frame::InvalidUtf8, &context);
+        handle_frame(Frame::InvalidUtf8, &context, permit());
         let answer = response(&mut rx).await;
         assert_eq!(answer["error"]["data"]["kind"], "parse_error");
         // A notification (no id) gets no answer at all, not even for an unknown method.
-        handle_frame(Frame::Line(r#"{"jsonrpc":"2.0","method":"no/such"}"#.into()), &context);
+        handle_frame(
+            Frame::Line(r#"{"jsonrpc":"2.0","method":"no/such"}"#.into()),
+            &context,
+            permit(),
+        );
         handle_frame(
             Frame::Line(r#"{"jsonrpc":"2.0","id":1,"method":"no/such"}"#.into()),
             &context,
+            permit(),
         );
         let answer = response(&mut rx).await;
         assert_eq!(answer["id"], 1);

@@ -2,7 +2,11 @@
 
 pub mod connection;
 pub mod dispatch;
+pub mod lanes;
+pub mod limits;
 pub mod listener;
+pub mod reader;
+pub mod request_id;
 
 use crate::daemon::Daemon;
 use jsonrpsee::Methods;
