@@ -1,5 +1,6 @@
 //! The daemon's shared state: where it lives, when it started, and how it stops.
 
+use crate::clients::ClientDirectory;
 use crate::config::Config;
 use crate::hub::Hub;
 use rein_ai::registry::Registry;
@@ -41,6 +42,8 @@ pub struct Daemon {
     pub shutdown: CancellationToken,
     /// Daemon-wide events for `daemon/subscribe`.
     pub events: broadcast::Sender<DaemonEvent>,
+    /// The pid and tty each client gave at `initialize`.
+    pub clients: ClientDirectory,
     connections: AtomicU64,
 }
 
@@ -61,6 +64,7 @@ impl Daemon {
             started: Instant::now(),
             shutdown: CancellationToken::new(),
             events,
+            clients: ClientDirectory::default(),
             connections: AtomicU64::new(0),
         }
     }

@@ -24,6 +24,25 @@ pub struct EventEnvelope {
     pub timestamp: i64,
     /// The event itself.
     pub event: SessionEvent,
+    /// The client whose request caused the event (an answered approval, a model or policy
+    /// change, a label), as it introduced itself at `initialize`; absent for events the
+    /// session's own run produced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientIdentity>,
+}
+
+/// Who a client is, as it said at `initialize`: enough for several terminals on one session to
+/// tell which of them answered or changed something.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ClientIdentity {
+    /// The client's name (`anonymous` when it never called `initialize`).
+    pub name: String,
+    /// The client's process id, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The client's terminal (say `/dev/pts/3`), when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tty: Option<String>,
 }
 
 /// What a session subscription delivers, tagged by `type`.
@@ -534,6 +553,7 @@ mod tests {
                 seq: i as u64 + 1,
                 timestamp: 5,
                 event,
+                client: None,
             });
             let text = serde_json::to_string(&item).unwrap();
             assert!(!text.contains('\n'));

@@ -399,7 +399,7 @@ impl Attach {
             }
             Slash::Trust { revoke } => {
                 let cwd = self.cwd.clone();
-                let report = session_cmd::trust(&mut self.client, &cwd, revoke).await;
+                let report = session_cmd::trust(&mut self.client, &cwd, revoke, false).await;
                 self.show(report);
             }
             Slash::Mode(Some(mode)) => {

@@ -9,7 +9,7 @@
 //! (its queue keeps one slot free for it) and dropped, so a stuck client can never slow the
 //! session or the other clients.
 
-use rein_protocol::event::{EventEnvelope, SessionEvent, SubscriptionItem};
+use rein_protocol::event::{ClientIdentity, EventEnvelope, SessionEvent, SubscriptionItem};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use tokio::sync::mpsc;
@@ -122,6 +122,17 @@ impl EventLog {
     /// Numbers the event, buffers it and delivers it to every subscriber; returns its seq.
     /// Before [`EventLog::bind`] the event is held back and 0 is returned.
     pub fn publish(&self, event: SessionEvent, timestamp: i64) -> u64 {
+        self.publish_from(event, timestamp, None)
+    }
+
+    /// [`EventLog::publish`] for an event that `client`'s request caused; its envelope names
+    /// the client. Held-back events (before [`EventLog::bind`]) name none.
+    pub fn publish_from(
+        &self,
+        event: SessionEvent,
+        timestamp: i64,
+        client: Option<ClientIdentity>,
+    ) -> u64 {
         let mut inner = self.lock();
         let Some(session_id) = self.session_id.get() else {
             inner.unbound.push((event, timestamp));
@@ -129,8 +140,13 @@ impl EventLog {
         };
         let seq = inner.next_seq;
         inner.next_seq += 1;
-        let envelope =
-            Arc::new(EventEnvelope { session_id: session_id.clone(), seq, timestamp, event });
+        let envelope = Arc::new(EventEnvelope {
+            session_id: session_id.clone(),
+            seq,
+            timestamp,
+            event,
+            client,
+        });
         if inner.buffer.len() == self.capacity {
             inner.buffer.pop_front();
         }

@@ -5,9 +5,14 @@
 //! the session's event log, and one that falls behind gets a `lagged` item and its
 //! subscription ends (the client resyncs from `session/state`). A client that disconnects has
 //! its subscriptions dropped and nothing else changes.
+//!
+//! Approval requests still waiting when a client subscribes are sent to it before anything
+//! else (see `hub::pending`); a subscriber whose client answers approvals counts as an
+//! approver exactly as long as its subscription lasts.
 
 use super::{connection, session};
 use crate::rpc_error::parse_params;
+use crate::sync::lock;
 use jsonrpsee::{Extensions, PendingSubscriptionSink, SubscriptionMessage};
 use jsonrpsee_types::Params;
 use rein_protocol::event::SubscriptionItem;
@@ -72,12 +77,22 @@ pub async fn session_events(
         Ok(loaded) => loaded,
         Err(error) => return pending.reject(error).await,
     };
-    let can_approve = connection.client.lock().map(|c| c.capabilities.approvals).unwrap_or(false);
-    let mut items = loaded.events.subscribe(params.after_seq, params.stream.as_deref());
+    let can_approve = lock(&connection.client).capabilities.approvals;
+    let (mut items, waiting) =
+        loaded.pending.subscribe(&loaded.events, params.after_seq, params.stream.as_deref());
     let guard =
         connection.track_subscription(&pending.subscription_id(), names::SESSION_UNSUBSCRIBE);
     let Ok(sink) = pending.accept().await else { return };
     let _approver = can_approve.then(|| loaded.add_approver());
+    // Approval requests still waiting are session state: a client attaching now is shown them
+    // first, with their original seq (behind its cursor; its replay will not repeat them).
+    for envelope in waiting {
+        let item = SubscriptionItem::Event(envelope);
+        let Ok(message) = serde_json::value::to_raw_value(&item) else { continue };
+        if sink.send(SubscriptionMessage::from(message)).await.is_err() {
+            return;
+        }
+    }
     loop {
         tokio::select! {
             () = sink.closed() => break,
