@@ -69,6 +69,14 @@ pub enum SubscriptionItem {
         /// The oldest seq still buffered.
         oldest_buffered_seq: u64,
     },
+    /// Sent about once a second to a subscriber whose client answers approvals, while an
+    /// approval request of the session waits, so that a client that went away is noticed at
+    /// once (its approver status ends with the failed write) rather than at the next event.
+    /// Carries nothing; ignore it.
+    Keepalive {
+        /// The session.
+        session_id: String,
+    },
     /// A kind this client version does not know.
     #[serde(other)]
     #[schemars(skip)]

@@ -193,7 +193,7 @@ impl RunFollower {
                         None => continue,
                     }
                 }
-                SubscriptionItem::Unknown => continue,
+                SubscriptionItem::Keepalive { .. } | SubscriptionItem::Unknown => continue,
             };
             match &envelope.event {
                 SessionEvent::AgentStart { run_id } if *run_id == self.run_id => ours = true,

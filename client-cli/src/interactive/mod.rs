@@ -208,7 +208,7 @@ impl Attach {
                 self.resync().await;
                 return;
             }
-            SubscriptionItem::Unknown => return,
+            SubscriptionItem::Keepalive { .. } | SubscriptionItem::Unknown => return,
         };
         let chunks = self.renderer.render(&envelope.event);
         self.output.chunks(chunks);

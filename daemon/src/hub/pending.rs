@@ -75,6 +75,11 @@ impl PendingApprovals {
     pub fn waiting(&self) -> Vec<EventEnvelope> {
         lock(&self.waiting).clone()
     }
+
+    /// Whether any request waits.
+    pub fn any(&self) -> bool {
+        !lock(&self.waiting).is_empty()
+    }
 }
 
 fn is_request(envelope: &EventEnvelope, id: &str) -> bool {

@@ -8,7 +8,9 @@
 //!
 //! Approval requests still waiting when a client subscribes are sent to it before anything
 //! else (see `hub::pending`); a subscriber whose client answers approvals counts as an
-//! approver exactly as long as its subscription lasts.
+//! approver exactly as long as its subscription lasts. While a request waits, each approver's
+//! subscription is sent a `keepalive` item every second: a client that went away is only
+//! noticed when a write to it fails, and it must stop counting as an approver at once.
 
 use super::{connection, session};
 use crate::rpc_error::parse_params;
@@ -18,7 +20,11 @@ use jsonrpsee_types::Params;
 use rein_protocol::event::SubscriptionItem;
 use rein_protocol::method::{Empty, SubscribeParams, names};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
+
+/// How often an approver's subscription is probed while an approval request waits.
+const KEEPALIVE_PERIOD: Duration = Duration::from_secs(1);
 
 /// `daemon/subscribe`: sessions created, deleted, running and idle; shutdown.
 pub async fn daemon_events(
@@ -93,10 +99,23 @@ pub async fn session_events(
             return;
         }
     }
+    let mut probe = tokio::time::interval(KEEPALIVE_PERIOD);
+    probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         tokio::select! {
             () = sink.closed() => break,
             () = guard.cancelled() => break,
+            _ = probe.tick(), if can_approve => {
+                // A vanished client is only noticed when a write to it fails; while a request
+                // waits for approvers nothing else may be written for a long time.
+                if loaded.pending.any() {
+                    let item = SubscriptionItem::Keepalive { session_id: params.session_id.clone() };
+                    let Ok(message) = serde_json::value::to_raw_value(&item) else { continue };
+                    if sink.send(SubscriptionMessage::from(message)).await.is_err() {
+                        break;
+                    }
+                }
+            }
             item = items.recv() => {
                 let Some(item) = item else { break };
                 let last = !matches!(item, SubscriptionItem::Event(_));

@@ -637,6 +637,7 @@ pub fn subscription_items() -> Vec<SubscriptionItem> {
         SubscriptionItem::Event(envelope()),
         SubscriptionItem::Lagged { session_id: SESSION_ID.into(), last_delivered_seq: 57 },
         SubscriptionItem::ResyncRequired { session_id: SESSION_ID.into(), oldest_buffered_seq: 12 },
+        SubscriptionItem::Keepalive { session_id: SESSION_ID.into() },
     ]
 }
 
