@@ -261,6 +261,8 @@ impl Client {
             client_version: env!("CARGO_PKG_VERSION").into(),
             protocol_version: PROTOCOL_VERSION,
             capabilities: ClientCapabilities { approvals },
+            pid: Some(std::process::id()),
+            tty: terminal_name(),
         };
         self.call_as(names::INITIALIZE, params).await
     }
@@ -348,6 +350,21 @@ pub fn response_result(mut message: Value) -> Result<Value, ClientError> {
         Some(result) => Ok(result),
         None => Err(ClientError::InvalidMessage("response has neither result nor error".into())),
     }
+}
+
+/// The terminal this client runs in (the device behind stdin, else stderr), so events it
+/// causes can say which terminal it was; `None` when neither is a terminal.
+fn terminal_name() -> Option<String> {
+    use std::io::IsTerminal;
+    let fd = if std::io::stdin().is_terminal() {
+        0
+    } else if std::io::stderr().is_terminal() {
+        2
+    } else {
+        return None;
+    };
+    let target = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()?;
+    Some(target.display().to_string())
 }
 
 #[cfg(test)]

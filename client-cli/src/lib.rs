@@ -8,6 +8,7 @@
 pub mod acp;
 pub mod client;
 pub mod commands;
+pub mod gap;
 pub mod interactive;
 pub mod interrupt;
 pub mod launcher;

@@ -167,6 +167,9 @@ enum Command {
         /// Revoke the trust instead.
         #[arg(long)]
         revoke: bool,
+        /// Trust `/` or the home directory too (every project below it); refused without this.
+        #[arg(long)]
+        force: bool,
         /// Print JSON.
         #[arg(long)]
         json: bool,
@@ -308,7 +311,7 @@ async fn dispatch(socket: &Path, cli: Cli) -> Result<u8, ClientError> {
         Command::Label { session, entry, text, json } => {
             report(session_cmd::label(&mut client().await?, &session, &entry, &text).await, json)
         }
-        Command::Trust { dir, revoke, json } => {
+        Command::Trust { dir, revoke, force, json } => {
             let dir = match resolve::absolute_dir(dir.as_deref()) {
                 Ok(dir) => dir,
                 Err(error) => {
@@ -316,7 +319,7 @@ async fn dispatch(socket: &Path, cli: Cli) -> Result<u8, ClientError> {
                     return Ok(exit::USAGE);
                 }
             };
-            report(session_cmd::trust(&mut client().await?, &dir, revoke).await, json)
+            report(session_cmd::trust(&mut client().await?, &dir, revoke, force).await, json)
         }
         Command::Models { json } => report(session_cmd::models(&mut client().await?).await, json),
         // Handled before the runtime starts; nothing to do here.

@@ -32,6 +32,9 @@ pub struct Config {
     /// Free space on the file system holding `REIN_HOME`.
     #[serde(default)]
     pub storage: StorageConfig,
+    /// How approval requests wait.
+    #[serde(default)]
+    pub approvals: ApprovalsConfig,
 }
 
 /// `[tools]`: bounds on what tools leave on disk.
@@ -80,6 +83,26 @@ fn default_min_free_bytes() -> u64 {
 impl Default for StorageConfig {
     fn default() -> Self {
         Self { min_free_bytes: default_min_free_bytes() }
+    }
+}
+
+/// `[approvals]`: how approval requests wait for a client.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalsConfig {
+    /// Seconds a waiting approval request outlives the last client that could answer it; then
+    /// it is denied and the model is told why. 0 denies as soon as the last one leaves.
+    #[serde(default = "default_approval_grace_secs")]
+    pub grace_secs: u64,
+}
+
+fn default_approval_grace_secs() -> u64 {
+    rein_coding::session::DEFAULT_APPROVAL_GRACE.as_secs()
+}
+
+impl Default for ApprovalsConfig {
+    fn default() -> Self {
+        Self { grace_secs: default_approval_grace_secs() }
     }
 }
 
@@ -261,6 +284,7 @@ pub fn coding_environment(
                 },
                 ..Default::default()
             },
+            approval_grace: std::time::Duration::from_secs(config.approvals.grace_secs),
             ..SessionDefaults::default()
         },
     })
@@ -292,6 +316,8 @@ mod tests {
             max_cost = 1.5
             [sessions]
             idle_unload_secs = 30
+            [approvals]
+            grace_secs = 5
             "#,
         )
         .unwrap();
@@ -301,6 +327,8 @@ mod tests {
         assert_eq!(config.limits.max_turns, 7);
         assert_eq!(config.limits.max_cost, Some(1.5));
         assert_eq!(config.sessions.idle_unload_secs, 30);
+        assert_eq!(config.approvals.grace_secs, 5);
+        assert_eq!(ApprovalsConfig::default().grace_secs, 30);
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The daemon's shared state: where it lives, when it started, and how it stops.
 
+use crate::clients::ClientDirectory;
 use crate::config::Config;
 use crate::hub::Hub;
 use crate::server::limits::{ConnectionLimits, InputBudget};
@@ -47,6 +48,8 @@ pub struct Daemon {
     pub events: broadcast::Sender<DaemonEvent>,
     /// Bytes of unfinished input all connections may hold together.
     pub input_budget: InputBudget,
+    /// The pid and tty each client gave at `initialize`.
+    pub clients: ClientDirectory,
     connections: AtomicU64,
     overflow: AtomicU64,
 }
@@ -70,6 +73,7 @@ impl Daemon {
             started: Instant::now(),
             shutdown: CancellationToken::new(),
             events,
+            clients: ClientDirectory::default(),
             connections: AtomicU64::new(0),
             overflow: AtomicU64::new(0),
         }

@@ -6,14 +6,19 @@
 //! connection ([`server::connection`]), the line-to-method dispatcher ([`server::dispatch`]) and
 //! the methods themselves ([`methods`]).
 
+pub mod clients;
 pub mod config;
 pub mod daemon;
 pub mod home_lock;
 pub mod housekeeping;
+pub mod home;
 pub mod hub;
 pub mod logging;
 pub mod methods;
 pub mod rpc_error;
+pub mod secrets;
 pub mod server;
+pub mod sync;
+pub mod validate;
 
 pub use daemon::{Daemon, DaemonOptions};

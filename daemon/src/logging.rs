@@ -9,7 +9,14 @@ use tracing_subscriber::util::SubscriberInitExt;
 /// Installs the global subscriber. The level comes from `RUST_LOG` (default `info`). Keep the
 /// returned guard alive for the process's life so buffered lines are written.
 pub fn init(logs_dir: &Path, to_stderr: bool) -> std::io::Result<WorkerGuard> {
-    std::fs::create_dir_all(logs_dir)?;
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(logs_dir)?;
+    // Created private before the appender opens it (for appending, keeping the mode).
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .mode(0o600)
+        .open(logs_dir.join("reind.log"))?;
     let appender = tracing_appender::rolling::never(logs_dir, "reind.log");
     let (writer, guard) = tracing_appender::non_blocking(appender);
     let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));

@@ -7,7 +7,8 @@ use rein_daemon::hub::Hub;
 use rein_daemon::server::limits::ConnectionLimits;
 use rein_daemon::server::listener::{self, BindError};
 use rein_daemon::{
-    Daemon, DaemonOptions, config, home_lock, housekeeping, logging, methods, server,
+    Daemon, DaemonOptions, config, home, home_lock, housekeeping, logging, methods, secrets,
+    server,
 };
 use rein_protocol::codec::DEFAULT_MAX_LINE_BYTES;
 use rein_protocol::paths;
@@ -73,7 +74,16 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     if !args.foreground {
         return spawn_background(&args, &socket);
     }
-    // Before anything is written under the home (the log included).
+    let (config, config_path) = config::load(&home)?;
+    // Before any thread starts: may replace this process with one whose environment holds no
+    // provider key (see `secrets`).
+    let key_variables = Registry::new(config.providers.clone())?.key_variables();
+    let secrets = secrets::isolate(&key_variables).context("cannot protect the provider keys")?;
+    if let Some(run_dir) = socket.parent().filter(|dir| !dir.as_os_str().is_empty()) {
+        home::check_run_dir(run_dir)?;
+    }
+    home::create_private_dir(&home)?;
+    // Before anything else is written under the home (the log included).
     let _home_lock = match home_lock::acquire(&home, &socket) {
         Ok(lock) => lock,
         Err(error @ home_lock::HomeLockError::Taken { .. }) => {
@@ -85,8 +95,12 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     let _guard = logging::init(&home.join("logs"), !args.detached)
         .context("cannot open the log directory")?;
     raise_open_file_limit();
-    let (config, config_path) = config::load(&home)?;
-    let registry = Arc::new(Registry::new(config.providers.clone())?);
+    tracing::debug!(keys = ?secrets, "provider keys held in memory only");
+    let lookup = secrets.clone();
+    let registry = Arc::new(Registry::with_environment(
+        config.providers.clone(),
+        Arc::new(move |name: &str| lookup.get(name)),
+    )?);
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let entered = runtime.enter();
     let signals = ShutdownSignals::install().context("cannot install signal handlers")?;
@@ -98,6 +112,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Err(error) => return Err(error.into()),
     };
+    // Everything under REIN_HOME is the user's alone, the files made before this start too.
+    for path in home::make_private(&home)? {
+        tracing::warn!(path = %path.display(), "was readable by others; made private");
+    }
     let options = DaemonOptions {
         home,
         socket,

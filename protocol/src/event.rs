@@ -25,6 +25,25 @@ pub struct EventEnvelope {
     pub timestamp: i64,
     /// The event itself.
     pub event: SessionEvent,
+    /// The client whose request caused the event (an answered approval, a model or policy
+    /// change, a label), as it introduced itself at `initialize`; absent for events the
+    /// session's own run produced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<ClientIdentity>,
+}
+
+/// Who a client is, as it said at `initialize`: enough for several terminals on one session to
+/// tell which of them answered or changed something.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct ClientIdentity {
+    /// The client's name (`anonymous` when it never called `initialize`).
+    pub name: String,
+    /// The client's process id, when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The client's terminal (say `/dev/pts/3`), when it gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tty: Option<String>,
 }
 
 /// What a session subscription delivers, tagged by `type`.
@@ -50,6 +69,14 @@ pub enum SubscriptionItem {
         session_id: String,
         /// The oldest seq still buffered.
         oldest_buffered_seq: u64,
+    },
+    /// Sent about once a second to a subscriber whose client answers approvals, while an
+    /// approval request of the session waits, so that a client that went away is noticed at
+    /// once (its approver status ends with the failed write) rather than at the next event.
+    /// Carries nothing; ignore it.
+    Keepalive {
+        /// The session.
+        session_id: String,
     },
     /// A kind this client version does not know.
     #[serde(other)]
@@ -560,6 +587,7 @@ mod tests {
                 seq: i as u64 + 1,
                 timestamp: 5,
                 event,
+                client: None,
             });
             let text = serde_json::to_string(&item).unwrap();
             assert!(!text.contains('\n'));

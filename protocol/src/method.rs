@@ -157,6 +157,12 @@ pub struct InitializeParams {
     /// What the client can do.
     #[serde(default)]
     pub capabilities: ClientCapabilities,
+    /// The client's process id; events the client causes name it (see `ClientIdentity`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The client's terminal (say `/dev/pts/3`); events the client causes name it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tty: Option<String>,
 }
 
 /// What the daemon can do.
@@ -721,6 +727,10 @@ pub struct TrustParams {
     pub path: String,
     /// Trust (true) or revoke (false).
     pub trusted: bool,
+    /// Trusting `/` or the home directory trusts every project below it, so it is refused
+    /// unless this is true.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub force: bool,
 }
 
 /// `trust/list` result.

@@ -284,11 +284,14 @@ impl RawConnection {
         }
     }
 
-    /// The next item of a session subscription (`params.result` of a `session/event`).
+    /// The next item of a session subscription (`params.result` of a `session/event`);
+    /// `keepalive` items, which carry nothing, are skipped.
     pub fn next_session_item(&mut self) -> serde_json::Value {
         loop {
             let message = self.next_notification();
-            if message["method"] == "session/event" {
+            if message["method"] == "session/event"
+                && message["params"]["result"]["type"] != "keepalive"
+            {
                 return message["params"]["result"].clone();
             }
         }

@@ -16,6 +16,8 @@ pub mod exit {
     pub const USAGE: u8 = 2;
     /// A limit (turns, cost, time, failing tools) ended the run.
     pub const LIMIT: u8 = 3;
+    /// Events were lost and could not be recovered from the session (`{"type": "gap"}`).
+    pub const GAP: u8 = 8;
     /// The run was cancelled (Ctrl-C, or another client).
     pub const CANCELLED: u8 = 130;
 }

@@ -7,6 +7,7 @@
 
 use crate::client::{Client, ClientError};
 use crate::commands::exit;
+use crate::gap::{Gap, StreamCursor};
 use crate::interrupt::Interrupts;
 use crate::render::{Chunk, RenderOptions, Renderer, Stream};
 use crate::resolve;
@@ -16,7 +17,7 @@ use clap::Args;
 use rein_protocol::event::{ApprovalDecision, EndReason, SessionEvent, SubscriptionItem};
 use rein_protocol::method::{
     ApprovalRespondParams, BusyBehavior, PromptDisposition, PromptParams, PromptResult, RunLimits,
-    SessionRef, SessionState, names,
+    SessionRef, names,
 };
 use serde_json::Value;
 use std::io::{IsTerminal, Read, Write};
@@ -128,6 +129,7 @@ pub async fn run(socket: &Path, args: RunArgs) -> Result<u8, ClientError> {
     let session_id = state.session_id.clone();
     eprintln!("session: {session_id}");
     client.subscribe(&session_id, state.last_seq).await?;
+    let cursor = StreamCursor::new(&session_id, state.last_seq, state.leaf_id.clone());
     let params = PromptParams {
         session_id: session_id.clone(),
         text: prompt,
@@ -143,6 +145,8 @@ pub async fn run(socket: &Path, args: RunArgs) -> Result<u8, ClientError> {
         queued: started.disposition == PromptDisposition::Queued,
         json: args.json,
         approvals,
+        cursor,
+        end_check: None,
         renderer: Renderer::new(RenderOptions { style: Style::for_stderr(), interactive: false }),
     };
     follower.follow(&mut interrupts).await
@@ -158,6 +162,11 @@ struct RunFollower {
     json: bool,
     approvals: bool,
     renderer: Renderer,
+    /// Where the follower is in the stream, for filling gaps.
+    cursor: StreamCursor,
+    /// Set when a gap was filled after the run may have ended: the gap, and the seq by which
+    /// the run's end must have been seen if it was not lost in the gap.
+    end_check: Option<(Gap, u64)>,
 }
 
 impl RunFollower {
@@ -187,14 +196,31 @@ impl RunFollower {
             };
             let envelope = match notice.item {
                 SubscriptionItem::Event(envelope) => envelope,
-                SubscriptionItem::Lagged { .. } | SubscriptionItem::ResyncRequired { .. } => {
-                    match self.resync().await? {
-                        Some(code) => return Ok(code),
-                        None => continue,
-                    }
+                SubscriptionItem::Lagged { .. } => {
+                    // The replay buffer may still hold what we missed.
+                    self.cursor.resume(&mut self.client).await?;
+                    continue;
                 }
-                SubscriptionItem::Unknown => continue,
+                SubscriptionItem::ResyncRequired { oldest_buffered_seq, .. } => {
+                    let gap = self.fill_gap(oldest_buffered_seq, ended.is_some()).await?;
+                    // The run's start may have been lost in the gap.
+                    ours = ours || gap.running.as_deref() == Some(self.run_id.as_str());
+                    if ended.is_none()
+                        && let Some(code) = self.check_lost_end(self.cursor.last_seq())
+                    {
+                        return Ok(code);
+                    }
+                    continue;
+                }
+                SubscriptionItem::Keepalive { .. } | SubscriptionItem::Unknown => continue,
             };
+            self.cursor.observe(&envelope);
+            if ended.is_none()
+                && !matches!(&envelope.event, SessionEvent::AgentEnd { run_id, .. } if *run_id == self.run_id)
+                && let Some(code) = self.check_lost_end(envelope.seq)
+            {
+                return Ok(code);
+            }
             match &envelope.event {
                 SessionEvent::AgentStart { run_id } if *run_id == self.run_id => ours = true,
                 // Someone else's follow-up starts after ours: ours is over.
@@ -220,24 +246,61 @@ impl RunFollower {
                 }
                 _ => {}
             }
+            if ended.is_some() {
+                self.end_check = None;
+            }
         }
         let reason = ended.unwrap_or(EndReason::Error);
         Ok(if cancel_sent { exit::CANCELLED } else { exit_code(reason) })
     }
 
-    /// After a gap in the events: when the run is still going, follow it from the current
-    /// state; when it is over, its ending was lost, so say so.
-    async fn resync(&mut self) -> Result<Option<u8>, ClientError> {
-        let params = SessionRef { session_id: self.session_id.clone() };
-        let state: SessionState = self.client.call_as(names::SESSION_STATE, params).await?;
-        if state.running {
-            self.client.subscribe(&self.session_id, state.last_seq).await?;
-            return Ok(None);
+    /// After `resync_required`: the events since the last one seen are gone. Follows on from
+    /// the oldest one still buffered and reports the hole with the entries that fill it. When
+    /// the run may have ended inside it, its end is looked for in what follows
+    /// ([`RunFollower::check_lost_end`]).
+    async fn fill_gap(
+        &mut self,
+        oldest_buffered_seq: u64,
+        ended: bool,
+    ) -> Result<Gap, ClientError> {
+        let gap = self.cursor.fill(&mut self.client, oldest_buffered_seq).await?;
+        self.report_gap(&gap, None);
+        let ours_running = gap.running.as_deref() == Some(self.run_id.as_str());
+        let waiting_behind_another = self.queued && gap.running.is_some();
+        if !ended && !ours_running && !waiting_behind_another {
+            // The run is over: its end must be among the buffered events up to the session's
+            // last seq at the filling, or it was lost with the gap.
+            self.end_check = Some((gap.clone(), gap.last_seq_then));
         }
-        eprintln!(
-            "rein: fell behind the event stream and the run has ended; its outcome is in the session"
-        );
-        Ok(Some(exit::FAILURE))
+        Ok(gap)
+    }
+
+    /// With a gap pending its check: once everything up to the seq the session had reached
+    /// at the filling was seen without the run's end, the end was lost in the gap.
+    fn check_lost_end(&mut self, seen_seq: u64) -> Option<u8> {
+        let (gap, by_seq) = self.end_check.as_ref()?;
+        if seen_seq < *by_seq {
+            return None;
+        }
+        // The entries went out with the first record; this one says what they cannot tell.
+        let gap = Gap { entries: Vec::new(), ..gap.clone() };
+        self.end_check = None;
+        self.report_gap(&gap, Some("the run ended inside the gap, so its outcome is not known"));
+        Some(exit::GAP)
+    }
+
+    /// Prints the gap: one JSON record with `--json`, else the recovered entries as text.
+    fn report_gap(&mut self, gap: &Gap, lost: Option<&str>) {
+        if self.json {
+            println!("{}", gap.record(lost));
+            return;
+        }
+        print_chunks(self.renderer.finish());
+        print!("{}", gap.text());
+        if let Some(lost) = lost {
+            eprintln!("rein: {lost}; the session holds what happened");
+        }
+        let _ = std::io::stdout().flush();
     }
 
     /// Asks on the terminal and answers the daemon.

@@ -325,10 +325,15 @@ pub async fn label(
     Ok(Report::new(result, format!("labelled {entry}: {label}\n")))
 }
 
-/// `rein trust [DIR] [--revoke]`.
-pub async fn trust(client: &mut Client, dir: &Path, revoke: bool) -> Result<Report, ClientError> {
+/// `rein trust [DIR] [--revoke] [--force]`.
+pub async fn trust(
+    client: &mut Client,
+    dir: &Path,
+    revoke: bool,
+    force: bool,
+) -> Result<Report, ClientError> {
     let path = dir.display().to_string();
-    let params = TrustParams { path: path.clone(), trusted: !revoke };
+    let params = TrustParams { path: path.clone(), trusted: !revoke, force };
     let result: Value = client.call_as(names::TRUST_SET, params).await?;
     let text = if revoke {
         format!("no longer trusted: {path}\n")

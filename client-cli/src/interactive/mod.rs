@@ -13,6 +13,7 @@ mod output;
 use crate::client::{Client, ClientError};
 use crate::commands::exit;
 use crate::commands::session::{self as session_cmd, Report};
+use crate::gap::StreamCursor;
 use crate::render::{RenderOptions, Renderer, ToolOutcome, summarize_arguments};
 use crate::session::{self, SessionRequest};
 use crate::style::Style;
@@ -21,7 +22,7 @@ use output::Output;
 use rein_protocol::event::{SessionEvent, SubscriptionItem};
 use rein_protocol::method::{
     ApprovalRespondParams, BusyBehavior, MessagesResult, PromptParams, QueueMessageParams,
-    RunLimits, SessionRef, SessionState, SetModelParams, SetThinkingParams, ShellParams, names,
+    RunLimits, SessionRef, SetModelParams, SetThinkingParams, ShellParams, names,
 };
 use rustyline::error::ReadlineError;
 use serde_json::Value;
@@ -86,6 +87,7 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
         idle_interrupt: false,
         renderer: Renderer::new(RenderOptions { style, interactive: true }),
         output,
+        cursor: StreamCursor::new(&state.session_id, state.last_seq, state.leaf_id.clone()),
     };
     let code = attach.event_loop(input_rx, &next_tx).await;
     let _ = next_tx.send(Next::Stop);
@@ -170,6 +172,8 @@ struct Attach {
     idle_interrupt: bool,
     renderer: Renderer,
     output: Output,
+    /// Where this attach is in the event stream, for filling gaps.
+    cursor: StreamCursor,
 }
 
 impl Attach {
@@ -204,12 +208,20 @@ impl Attach {
     async fn handle_item(&mut self, item: SubscriptionItem) {
         let envelope = match item {
             SubscriptionItem::Event(envelope) => envelope,
-            SubscriptionItem::Lagged { .. } | SubscriptionItem::ResyncRequired { .. } => {
-                self.resync().await;
+            SubscriptionItem::Lagged { .. } => {
+                // The replay buffer may still hold what was missed.
+                if let Err(error) = self.cursor.resume(&mut self.client).await {
+                    self.output.print(&format!("rein: cannot resubscribe: {error}\n"));
+                }
                 return;
             }
-            SubscriptionItem::Unknown => return,
+            SubscriptionItem::ResyncRequired { oldest_buffered_seq, .. } => {
+                self.fill_gap(oldest_buffered_seq).await;
+                return;
+            }
+            SubscriptionItem::Keepalive { .. } | SubscriptionItem::Unknown => return,
         };
+        self.cursor.observe(&envelope);
         let chunks = self.renderer.render(&envelope.event);
         self.output.chunks(chunks);
         match envelope.event {
@@ -225,20 +237,16 @@ impl Attach {
         }
     }
 
-    /// After a gap: take the session's state and follow it from there.
-    async fn resync(&mut self) {
-        let params = SessionRef { session_id: self.session_id.clone() };
-        let result: Result<SessionState, _> =
-            self.client.call_as(names::SESSION_STATE, params).await;
-        match result {
-            Ok(state) => {
-                self.running = state.running;
-                self.approvals.clear();
-                self.output.chunks(self.renderer.finish());
-                self.output.print("(fell behind the event stream; some output was skipped)\n");
-                if let Err(error) = self.client.subscribe(&self.session_id, state.last_seq).await {
-                    self.output.print(&format!("rein: cannot resubscribe: {error}\n"));
-                }
+    /// After `resync_required`: shows what the session recorded in the hole (see `gap`) and
+    /// follows on from the oldest event still buffered.
+    async fn fill_gap(&mut self, oldest_buffered_seq: u64) {
+        self.output.chunks(self.renderer.finish());
+        // Requests still waiting are sent again on the new subscription.
+        self.approvals.clear();
+        match self.cursor.fill(&mut self.client, oldest_buffered_seq).await {
+            Ok(gap) => {
+                self.running = gap.running.is_some();
+                self.output.print(&gap.text());
             }
             Err(error) => self.output.print(&format!("rein: cannot resync: {error}\n")),
         }
@@ -399,7 +407,7 @@ impl Attach {
             }
             Slash::Trust { revoke } => {
                 let cwd = self.cwd.clone();
-                let report = session_cmd::trust(&mut self.client, &cwd, revoke).await;
+                let report = session_cmd::trust(&mut self.client, &cwd, revoke, false).await;
                 self.show(report);
             }
             Slash::Mode(Some(mode)) => {

@@ -13,7 +13,7 @@
 //! subscriber: one whose next event has left the buffer before it read it gets a final `lagged`
 //! item and its subscription ends, so a stuck client can never slow the session or the others.
 
-use rein_protocol::event::{EventEnvelope, SessionEvent, SubscriptionItem};
+use rein_protocol::event::{ClientIdentity, EventEnvelope, SessionEvent, SubscriptionItem};
 use serde_json::value::RawValue;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -170,6 +170,17 @@ impl EventLog {
     /// Numbers the event, serializes it into the buffer and wakes every subscriber; returns
     /// its seq. Before [`EventLog::bind`] the event is held back and 0 is returned.
     pub fn publish(&self, event: SessionEvent, timestamp: i64) -> u64 {
+        self.publish_from(event, timestamp, None)
+    }
+
+    /// [`EventLog::publish`] for an event that `client`'s request caused; its envelope names
+    /// the client. Held-back events (before [`EventLog::bind`]) name none.
+    pub fn publish_from(
+        &self,
+        event: SessionEvent,
+        timestamp: i64,
+        client: Option<ClientIdentity>,
+    ) -> u64 {
         let mut inner = self.lock();
         let Some(session_id) = self.session_id.get() else {
             inner.unbound.push((event, timestamp));
@@ -177,7 +188,8 @@ impl EventLog {
         };
         let seq = inner.next_seq;
         inner.next_seq += 1;
-        let envelope = EventEnvelope { session_id: session_id.clone(), seq, timestamp, event };
+        let envelope =
+            EventEnvelope { session_id: session_id.clone(), seq, timestamp, event, client };
         let item = match serde_json::value::to_raw_value(&SubscriptionItem::Event(envelope)) {
             Ok(item) => item,
             Err(error) => {
@@ -417,6 +429,7 @@ mod tests {
             seq: 1,
             timestamp: 0,
             event: turn(1),
+            client: None,
         }))
         .unwrap()
         .len();

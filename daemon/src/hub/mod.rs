@@ -7,13 +7,50 @@
 //!
 //! Commands that change a session (prompt, branch, compact, model changes, ...) are serialized
 //! per session through [`LoadedSession::command_lock`]; control calls (cancel, clearing queues,
-//! answering approvals) and reads (state, messages, tree) never wait behind them.
+//! answering approvals) and reads (state, messages, tree) never wait behind them. Unloading
+//! (`session/close`, `session/delete`, the idle reaper, shutdown) is a command too: it takes
+//! the command lock, so a prompt can never start a run on a session being closed (it waits,
+//! then finds the session closed).
+//!
+//! Loading reads and repairs the session file, which can take a while for a large one. It runs
+//! on a blocking thread, and only callers of the *same* session wait for it: each session id
+//! being loaded has its own lock, so two clients opening one session share one load while the
+//! opening of any other session goes on beside it.
+//!
+//! # Approvals
+//!
+//! Only subscribers whose client declared the `approvals` capability count as approvers
+//! ([`Approvers`]); a subscription stops counting the moment it ends. A waiting approval
+//! request is part of the session's state ([`pending::PendingApprovals`]): a client that
+//! subscribes while one waits is sent its `approval_requested` first. When the last approver
+//! leaves while a request waits, the session waits `approvals.grace_secs` for one to come back,
+//! then the request is denied with the reason in the tool result.
+//!
+//! # Lock order
+//!
+//! Locks are taken in this order and never the other way round; no `std` lock is held across
+//! an `.await`:
+//!
+//! 1. a session's load lock (`Hub::loads`, async): held while that session loads;
+//! 2. [`LoadedSession::command_lock`] (async): held for the length of one command or unload;
+//! 3. the coding session's own locks (`rein-coding`), inside a command or a run;
+//! 4. [`pending::PendingApprovals`] (std), taken by the event sink when an event is published;
+//! 5. the [`events::EventLog`]'s state (std), inside the previous one.
+//!
+//! The hub's maps (`Hub::sessions`, `Hub::loads`) and a session's `last_activity` are leaves:
+//! held only for a lookup or an update, with no other lock taken inside. Poisoned locks follow
+//! the daemon's one convention ([`crate::sync`]): the guard is taken anyway, so an insert or a
+//! remove is never skipped.
 
 pub mod events;
+pub mod pending;
 
 use crate::config::SessionsConfig;
 use crate::rpc_error::RpcError;
+use crate::sync::lock;
 use events::EventLog;
+use futures::future::BoxFuture;
+use pending::PendingApprovals;
 use rein_coding::session::{
     ApprovalGate, CodingEnvironment, CodingError, CodingSession, EventSink,
 };
@@ -21,19 +58,48 @@ use rein_protocol::error::ErrorKind;
 use rein_protocol::event::{DaemonEvent, SessionEvent};
 use rein_protocol::method::{CreateSessionParams, ListSessionsResult};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 use tokio_util::sync::CancellationToken;
 
-/// Counts the subscribers of one session that can answer approvals.
-#[derive(Debug, Default)]
-pub struct Approvers(AtomicUsize);
+/// Counts the subscribers of one session that can answer approvals, and tells waiting
+/// approval requests when the count changes.
+#[derive(Debug)]
+pub struct Approvers(watch::Sender<usize>);
+
+impl Default for Approvers {
+    fn default() -> Self {
+        Self(watch::Sender::new(0))
+    }
+}
+
+impl Approvers {
+    /// Approvers attached now.
+    pub fn count(&self) -> usize {
+        *self.0.borrow()
+    }
+}
 
 impl ApprovalGate for Approvers {
     fn has_approver(&self) -> bool {
-        self.0.load(Ordering::SeqCst) > 0
+        self.count() > 0
+    }
+
+    fn abandoned(&self, grace: Duration) -> BoxFuture<'static, ()> {
+        let mut count = self.0.subscribe();
+        Box::pin(async move {
+            loop {
+                // The sender goes with the session; a closed channel means nobody is left.
+                if count.wait_for(|n| *n == 0).await.is_err() {
+                    return;
+                }
+                tokio::select! {
+                    () = tokio::time::sleep(grace) => return,
+                    back = count.wait_for(|n| *n > 0) => if back.is_err() { return },
+                }
+            }
+        })
     }
 }
 
@@ -43,7 +109,7 @@ pub struct ApproverGuard(Arc<Approvers>);
 
 impl Drop for ApproverGuard {
     fn drop(&mut self) {
-        self.0.0.fetch_sub(1, Ordering::SeqCst);
+        self.0.0.send_modify(|n| *n = n.saturating_sub(1));
     }
 }
 
@@ -53,8 +119,10 @@ pub struct LoadedSession {
     pub session: Arc<CodingSession>,
     /// Its numbered event stream.
     pub events: Arc<EventLog>,
-    /// Serializes commands that change the session.
+    /// Serializes commands that change the session, and unloading.
     pub command_lock: tokio::sync::Mutex<()>,
+    /// The approval requests waiting for an answer.
+    pub pending: Arc<PendingApprovals>,
     approvers: Arc<Approvers>,
     last_activity: Mutex<Instant>,
 }
@@ -75,19 +143,27 @@ impl LoadedSession {
 
     /// Notes client activity (keeps the session loaded).
     pub fn touch(&self) {
-        if let Ok(mut last) = self.last_activity.lock() {
-            *last = Instant::now();
-        }
+        *lock(&self.last_activity) = Instant::now();
     }
 
     /// Counts a subscriber that can answer approvals until the guard drops.
     pub fn add_approver(&self) -> ApproverGuard {
-        self.approvers.0.fetch_add(1, Ordering::SeqCst);
+        self.approvers.0.send_modify(|n| *n += 1);
         ApproverGuard(self.approvers.clone())
     }
 
+    /// Subscribers that can answer approvals now.
+    pub fn approver_count(&self) -> usize {
+        self.approvers.count()
+    }
+
     fn idle_for(&self) -> Duration {
-        self.last_activity.lock().map(|last| last.elapsed()).unwrap_or_default()
+        lock(&self.last_activity).elapsed()
+    }
+
+    /// Idle and unwatched for at least `limit`.
+    fn is_idle(&self, limit: Duration) -> bool {
+        !self.session.is_busy() && self.events.subscriber_count() == 0 && self.idle_for() >= limit
     }
 }
 
@@ -101,8 +177,9 @@ pub struct Hub {
     env: Arc<CodingEnvironment>,
     settings: SessionsConfig,
     sessions: Mutex<HashMap<String, Arc<LoadedSession>>>,
-    /// Held while a session is being loaded, so two clients opening it at once share one load.
-    loading: tokio::sync::Mutex<()>,
+    /// One lock per session id being loaded, so two clients opening one session share one
+    /// load while other sessions load beside it.
+    loads: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     daemon_events: broadcast::Sender<DaemonEvent>,
 }
 
@@ -123,7 +200,7 @@ impl Hub {
             env,
             settings,
             sessions: Mutex::new(HashMap::new()),
-            loading: tokio::sync::Mutex::new(()),
+            loads: Mutex::new(HashMap::new()),
             daemon_events,
         }
     }
@@ -135,27 +212,29 @@ impl Hub {
 
     /// Sessions loaded now.
     pub fn loaded_count(&self) -> usize {
-        self.sessions.lock().map(|s| s.len()).unwrap_or_default()
+        lock(&self.sessions).len()
     }
 
     /// The loaded session with this id, without loading it.
     pub fn loaded(&self, session_id: &str) -> Option<Arc<LoadedSession>> {
-        self.sessions.lock().ok()?.get(session_id).cloned()
+        lock(&self.sessions).get(session_id).cloned()
     }
 
     fn all_loaded(&self) -> Vec<Arc<LoadedSession>> {
-        self.sessions.lock().map(|s| s.values().cloned().collect()).unwrap_or_default()
+        lock(&self.sessions).values().cloned().collect()
     }
 
-    /// The event log, approver count and sink a new session is wired to.
-    fn wiring(&self) -> (Arc<EventLog>, Arc<Approvers>, EventSink) {
+    /// The event log, pending approvals, approver count and sink a new session is wired to.
+    fn wiring(&self) -> Wiring {
         let events = Arc::new(EventLog::unbound(
             self.settings.replay_buffer,
             self.settings.replay_buffer_bytes,
             1,
         ));
+        let pending = Arc::new(PendingApprovals::default());
         let approvers = Arc::new(Approvers::default());
         let sink_events = events.clone();
+        let sink_pending = pending.clone();
         let daemon_events = self.daemon_events.clone();
         let sink: EventSink = Arc::new(move |event: SessionEvent| {
             let lifecycle = match &event {
@@ -163,7 +242,7 @@ impl Hub {
                 SessionEvent::Settled => Some((String::new(), false)),
                 _ => None,
             };
-            sink_events.publish(event, now_millis());
+            sink_pending.publish(&sink_events, event, now_millis(), crate::clients::caller());
             if let (Some((run_id, running)), Some(session_id)) =
                 (lifecycle, sink_events.session_id())
             {
@@ -175,26 +254,21 @@ impl Hub {
                 });
             }
         });
-        (events, approvers, sink)
+        Wiring { events, pending, approvers, sink }
     }
 
-    fn insert(
-        &self,
-        session: Arc<CodingSession>,
-        events: Arc<EventLog>,
-        approvers: Arc<Approvers>,
-    ) -> Arc<LoadedSession> {
+    fn insert(&self, session: Arc<CodingSession>, wiring: Wiring) -> Arc<LoadedSession> {
+        let Wiring { events, pending, approvers, sink: _ } = wiring;
         events.bind(session.id().to_string());
         let loaded = Arc::new(LoadedSession {
             session,
             events,
             command_lock: tokio::sync::Mutex::new(()),
+            pending,
             approvers,
             last_activity: Mutex::new(Instant::now()),
         });
-        if let Ok(mut sessions) = self.sessions.lock() {
-            sessions.insert(loaded.session.id().to_string(), loaded.clone());
-        }
+        lock(&self.sessions).insert(loaded.session.id().to_string(), loaded.clone());
         loaded
     }
 
@@ -203,13 +277,14 @@ impl Hub {
         &self,
         params: CreateSessionParams,
     ) -> Result<Arc<LoadedSession>, RpcError> {
-        let (events, approvers, sink) = self.wiring();
-        let gate: Arc<dyn ApprovalGate> = approvers.clone();
-        let session =
-            CodingSession::create(CodingEnvironment::clone(&self.env), params, sink, gate)
-                .await
-                .map_err(coding_error)?;
-        let loaded = self.insert(session, events, approvers);
+        let wiring = self.wiring();
+        let gate: Arc<dyn ApprovalGate> = wiring.approvers.clone();
+        let env = CodingEnvironment::clone(&self.env);
+        let sink = wiring.sink.clone();
+        let session = off_the_workers(move || CodingSession::create(env, params, sink, gate))
+            .await?
+            .map_err(coding_error)?;
+        let loaded = self.insert(session, wiring);
         let _ = self.daemon_events.send(DaemonEvent::SessionCreated {
             session_id: loaded.session.id().to_string(),
             cwd: loaded.session.cwd().to_string(),
@@ -217,23 +292,42 @@ impl Hub {
         Ok(loaded)
     }
 
-    /// The session with this id, loading it from disk on first use.
+    /// The session with this id, loading it from disk on first use. Callers of one session
+    /// share one load; other sessions load beside it.
     pub async fn get(&self, session_id: &str) -> Result<Arc<LoadedSession>, RpcError> {
         if let Some(loaded) = self.loaded(session_id) {
             loaded.touch();
             return Ok(loaded);
         }
-        let _loading = self.loading.lock().await;
-        if let Some(loaded) = self.loaded(session_id) {
-            return Ok(loaded);
+        let load_lock = lock(&self.loads).entry(session_id.to_string()).or_default().clone();
+        let result = {
+            let _loading = load_lock.lock().await;
+            match self.loaded(session_id) {
+                Some(loaded) => Ok(loaded),
+                None => self.load(session_id).await,
+            }
+        };
+        // Callers still waiting on this lock find the session loaded (or, after a failure, try
+        // once more themselves), so the entry can go now.
+        let mut loads = lock(&self.loads);
+        if loads.get(session_id).is_some_and(|l| Arc::ptr_eq(l, &load_lock)) {
+            loads.remove(session_id);
         }
-        let (events, approvers, sink) = self.wiring();
-        let gate: Arc<dyn ApprovalGate> = approvers.clone();
+        result
+    }
+
+    /// Reads (and repairs) the session file on a blocking thread and wires the session in.
+    async fn load(&self, session_id: &str) -> Result<Arc<LoadedSession>, RpcError> {
+        let wiring = self.wiring();
+        let gate: Arc<dyn ApprovalGate> = wiring.approvers.clone();
+        let env = CodingEnvironment::clone(&self.env);
+        let sink = wiring.sink.clone();
+        let id = session_id.to_string();
         let session =
-            CodingSession::open(CodingEnvironment::clone(&self.env), session_id, sink, gate)
-                .await
+            off_the_workers(move || async move { CodingSession::open(env, &id, sink, gate).await })
+                .await?
                 .map_err(coding_error)?;
-        Ok(self.insert(session, events, approvers))
+        Ok(self.insert(session, wiring))
     }
 
     /// Unloads a session: refused while it is busy (cancel first).
@@ -244,19 +338,35 @@ impl Hub {
                 format!("session {session_id} is not loaded"),
             ));
         };
+        let serial = loaded.command_lock.lock().await;
         if loaded.session.is_busy() {
             return Err(RpcError::new(
                 ErrorKind::SessionBusy,
                 "the session is running; cancel it before closing",
             ));
         }
-        self.unload(&loaded).await;
+        self.unload_locked(&loaded, serial).await;
         Ok(())
     }
 
+    /// Unloads a session once the commands already waiting for it are done.
     async fn unload(&self, loaded: &Arc<LoadedSession>) {
-        if let Ok(mut sessions) = self.sessions.lock() {
-            sessions.remove(loaded.session.id());
+        let serial = loaded.command_lock.lock().await;
+        self.unload_locked(loaded, serial).await;
+    }
+
+    /// Unloads a session whose command lock the caller holds (`_serial`), so no command can
+    /// start on it meanwhile.
+    async fn unload_locked(
+        &self,
+        loaded: &Arc<LoadedSession>,
+        _serial: tokio::sync::MutexGuard<'_, ()>,
+    ) {
+        {
+            let mut sessions = lock(&self.sessions);
+            if sessions.get(loaded.session.id()).is_some_and(|s| Arc::ptr_eq(s, loaded)) {
+                sessions.remove(loaded.session.id());
+            }
         }
         loaded.session.close().await;
         loaded.events.close();
@@ -306,12 +416,14 @@ impl Hub {
                     () = tokio::time::sleep(period) => {}
                 }
                 for loaded in hub.all_loaded() {
-                    let idle = !loaded.session.is_busy()
-                        && loaded.events.subscriber_count() == 0
-                        && loaded.idle_for() >= limit;
-                    if idle {
+                    if !loaded.is_idle(limit) {
+                        continue;
+                    }
+                    // Check again behind any command that got in meanwhile.
+                    let serial = loaded.command_lock.lock().await;
+                    if loaded.is_idle(limit) {
                         tracing::debug!(session = loaded.session.id(), "unloading idle session");
-                        hub.unload(&loaded).await;
+                        hub.unload_locked(&loaded, serial).await;
                     }
                 }
             }
@@ -337,6 +449,28 @@ impl Hub {
             self.unload(&loaded).await;
         }
     }
+}
+
+/// What a session is wired to: its event log, pending approvals, approver count and the sink
+/// the coding session emits into.
+struct Wiring {
+    events: Arc<EventLog>,
+    pending: Arc<PendingApprovals>,
+    approvers: Arc<Approvers>,
+    sink: EventSink,
+}
+
+/// Runs a session load (file reading and repair, blocking work) on a blocking thread, so the
+/// async workers keep serving everyone else.
+async fn off_the_workers<T, F>(load: impl FnOnce() -> F + Send + 'static) -> Result<T, RpcError>
+where
+    F: std::future::Future<Output = T>,
+    T: Send + 'static,
+{
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || runtime.block_on(load()))
+        .await
+        .map_err(|error| RpcError::new(ErrorKind::Internal, format!("loading failed: {error}")))
 }
 
 /// Milliseconds since the Unix epoch.

@@ -1,8 +1,10 @@
 //! `initialize`, `daemon/*`, `models/list` and `trust/*`.
 
 use super::DAEMON_VERSION;
+use crate::clients::ProcessInfo;
 use crate::rpc_error::RpcError;
 use crate::server::dispatch::{ClientInfo, ConnectionContext};
+use crate::sync::lock;
 use rein_protocol::error::ErrorKind;
 use rein_protocol::method::{
     Ack, DaemonCapabilities, DaemonInfo, Empty, ExportFormat, InitializeParams, InitializeResult,
@@ -25,13 +27,15 @@ pub async fn initialize(
             ),
         ));
     }
-    if let Ok(mut client) = connection.client.lock() {
-        *client = ClientInfo {
-            name: params.client_name,
-            version: params.client_version,
-            capabilities: params.capabilities,
-        };
-    }
+    let process = ProcessInfo { pid: params.pid, tty: params.tty };
+    let weak = Arc::downgrade(&connection);
+    let owner: std::sync::Weak<dyn Send + Sync> = weak;
+    connection.daemon.clients.record(connection.id, owner, process);
+    *lock(&connection.client) = ClientInfo {
+        name: params.client_name,
+        version: params.client_version,
+        capabilities: params.capabilities,
+    };
     let options = &connection.daemon.options;
     Ok(InitializeResult {
         daemon_version: DAEMON_VERSION.to_string(),
@@ -95,10 +99,14 @@ pub async fn trust_set(
     params: TrustParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<Ack, RpcError> {
-    let path = std::path::PathBuf::from(&params.path);
-    if !path.is_absolute() {
-        return Err(RpcError::invalid_param("path", "path must be absolute"));
-    }
+    let home = dirs::home_dir();
+    let path = crate::validate::trust_target(
+        "path",
+        &params.path,
+        params.trusted,
+        params.force,
+        home.as_deref(),
+    )?;
     let hub = &connection.daemon.hub;
     let trust = &hub.env().trust;
     let result = if params.trusted { trust.trust(&path) } else { trust.revoke(&path).map(|_| ()) };

@@ -12,6 +12,7 @@ mod running;
 mod sessions;
 mod subscriptions;
 
+use crate::clients;
 use crate::hub::{LoadedSession, coding_error};
 use crate::rpc_error::{RpcError, parse_params};
 use crate::server::dispatch::ConnectionContext;
@@ -19,6 +20,7 @@ use jsonrpsee::{Extensions, Methods, RpcModule};
 use jsonrpsee_types::ErrorObjectOwned;
 use rein_coding::session::{CodingError, CodingSession};
 use rein_protocol::error::ErrorKind;
+use rein_protocol::event::ClientIdentity;
 use rein_protocol::method::names;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -107,11 +109,20 @@ where
             async move {
                 let connection = connection(&extensions)?;
                 let params = parse_params::<P>(params.as_str()).map_err(ErrorObjectOwned::from)?;
-                handler(params, connection).await.map_err(ErrorObjectOwned::from)
+                let caller = identity(&connection);
+                clients::on_behalf_of(caller, handler(params, connection))
+                    .await
+                    .map_err(ErrorObjectOwned::from)
             }
         })
         .map_err(|error| RegisterError(error.to_string()))?;
     Ok(())
+}
+
+/// Who the calling client is: its `initialize` name, pid and tty.
+fn identity(connection: &ConnectionContext) -> ClientIdentity {
+    let process = connection.daemon.clients.get(connection.id);
+    ClientIdentity { name: connection.client_name(), pid: process.pid, tty: process.tty }
 }
 
 /// The calling connection, put in every call's extensions by the dispatcher.

@@ -5,6 +5,7 @@ use super::{command, session};
 use crate::hub::coding_error;
 use crate::rpc_error::RpcError;
 use crate::server::dispatch::ConnectionContext;
+use crate::validate;
 use rein_protocol::method::{
     Ack, CreateSessionParams, ForkParams, LabelParams, ListSessionsParams, ListSessionsResult,
     MessagesResult, RenameParams, SessionRef, SessionState, SetApprovalPolicyParams,
@@ -14,14 +15,12 @@ use std::sync::Arc;
 
 /// `session/create`.
 pub async fn create(
-    params: CreateSessionParams,
+    mut params: CreateSessionParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<SessionState, RpcError> {
-    if !std::path::Path::new(&params.cwd).is_absolute() {
-        return Err(RpcError::invalid_param("cwd", "cwd must be an absolute path"));
-    }
-    if !std::path::Path::new(&params.cwd).is_dir() {
-        return Err(RpcError::invalid_param("cwd", format!("{} is not a directory", params.cwd)));
+    params.cwd = validate::project_dir("cwd", &params.cwd)?;
+    if let Some(model) = &params.model {
+        validate::model_id("model", model)?;
     }
     let loaded = connection.daemon.hub.create(params).await?;
     Ok(loaded.state())
@@ -32,8 +31,10 @@ pub async fn list(
     params: ListSessionsParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<ListSessionsResult, RpcError> {
+    // A directory that exists is listed under its canonical name, as sessions record it.
+    let cwd = params.cwd.map(|cwd| validate::project_dir("cwd", &cwd).unwrap_or(cwd));
     let hub = connection.daemon.hub.clone();
-    tokio::task::spawn_blocking(move || hub.list(params.cwd.as_deref()))
+    tokio::task::spawn_blocking(move || hub.list(cwd.as_deref()))
         .await
         .map_err(|error| RpcError::new(rein_protocol::ErrorKind::Internal, error.to_string()))?
 }
@@ -140,6 +141,7 @@ pub async fn set_model(
     params: SetModelParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<Ack, RpcError> {
+    validate::model_id("model", &params.model)?;
     command(&connection, &params.session_id, async |s| s.set_model(&params.model).await).await?;
     Ok(Ack::ok())
 }

@@ -5,15 +5,27 @@
 //! the session's event log, and one that falls behind gets a `lagged` item and its
 //! subscription ends (the client resyncs from `session/state`). A client that disconnects has
 //! its subscriptions dropped and nothing else changes.
+//!
+//! Approval requests still waiting when a client subscribes are sent to it before anything
+//! else (see `hub::pending`); a subscriber whose client answers approvals counts as an
+//! approver exactly as long as its subscription lasts. While a request waits, each approver's
+//! subscription is sent a `keepalive` item every second: a client that went away is only
+//! noticed when a write to it fails, and it must stop counting as an approver at once.
 
 use super::{connection, session};
 use crate::hub::events::Delivery;
 use crate::rpc_error::parse_params;
+use crate::sync::lock;
 use jsonrpsee::{Extensions, PendingSubscriptionSink, SubscriptionMessage};
 use jsonrpsee_types::Params;
+use rein_protocol::event::SubscriptionItem;
 use rein_protocol::method::{Empty, SubscribeParams, names};
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
+
+/// How often an approver's subscription is probed while an approval request waits.
+const KEEPALIVE_PERIOD: Duration = Duration::from_secs(1);
 
 /// `daemon/subscribe`: sessions created, deleted, running and idle; shutdown.
 pub async fn daemon_events(
@@ -77,16 +89,44 @@ pub async fn session_events(
         Ok(loaded) => loaded,
         Err(error) => return pending.reject(error).await,
     };
-    let can_approve = connection.client.lock().map(|c| c.capabilities.approvals).unwrap_or(false);
-    let mut items = loaded.events.subscribe(params.after_seq, params.stream.as_deref());
+    let can_approve = lock(&connection.client).capabilities.approvals;
+    let (mut items, waiting) =
+        loaded.pending.subscribe(&loaded.events, params.after_seq, params.stream.as_deref());
     let guard =
         connection.track_subscription(&pending.subscription_id(), names::SESSION_UNSUBSCRIBE);
     let Ok(sink) = pending.accept().await else { return };
     let _approver = can_approve.then(|| loaded.add_approver());
+    // Approval requests still waiting are session state: a client attaching now is shown them
+    // first, with their original seq (behind its cursor; its replay will not repeat them).
+    for envelope in waiting {
+        let item = SubscriptionItem::Event(envelope);
+        let Ok(message) = serde_json::value::to_raw_value(&item) else { continue };
+        if sink.send(SubscriptionMessage::from(message)).await.is_err() {
+            return;
+        }
+    }
+    let mut probe = tokio::time::interval(KEEPALIVE_PERIOD);
+    probe.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     loop {
         let delivery = tokio::select! {
             () = sink.closed() => break,
             () = guard.cancelled() => break,
+            _ = probe.tick(), if can_approve => {
+                // A vanished client is only noticed when a write to it fails; while a request
+                // waits for approvers nothing else may be written for a long time.
+                if loaded.pending.any() {
+                    let item = SubscriptionItem::Keepalive { session_id: params.session_id.clone() };
+                    let Ok(message) = serde_json::value::to_raw_value(&item) else { continue };
+                    let sent = tokio::select! {
+                        () = guard.cancelled() => break,
+                        sent = sink.send(SubscriptionMessage::from(message)) => sent,
+                    };
+                    if sent.is_err() {
+                        break;
+                    }
+                }
+                continue;
+            }
             delivery = items.next() => delivery,
         };
         let Some(delivery) = delivery else { break };

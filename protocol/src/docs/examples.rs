@@ -8,8 +8,8 @@
 use crate::entry::{EntryKind, SessionEntry};
 use crate::error::ErrorKind;
 use crate::event::{
-    ApprovalDecision, AssistantDelta, CompactionReason, DaemonEvent, EndReason, EventEnvelope,
-    QueueState, QueuedMessage, SessionEvent, SubscriptionItem,
+    ApprovalDecision, AssistantDelta, ClientIdentity, CompactionReason, DaemonEvent, EndReason,
+    EventEnvelope, QueueState, QueuedMessage, SessionEvent, SubscriptionItem,
 };
 use crate::message::{
     AssistantMessage, ContentBlock, Cost, Message, StopReason, ToolCall, ToolResultMessage, Usage,
@@ -161,6 +161,8 @@ pub fn initialize_params() -> InitializeParams {
         client_version: "0.3.1".into(),
         protocol_version: PROTOCOL_VERSION,
         capabilities: ClientCapabilities { approvals: true },
+        pid: Some(48213),
+        tty: Some("/dev/pts/3".into()),
     }
 }
 
@@ -491,7 +493,7 @@ pub fn approval_respond_params() -> ApprovalRespondParams {
 
 /// `trust/set` params.
 pub fn trust_params() -> TrustParams {
-    TrustParams { path: CWD.into(), trusted: true }
+    TrustParams { path: CWD.into(), trusted: true, force: false }
 }
 
 /// `trust/list` result.
@@ -525,6 +527,7 @@ pub fn envelope() -> EventEnvelope {
         seq: 43,
         timestamp: T0,
         event: SessionEvent::AgentStart { run_id: RUN_ID.into() },
+        client: None,
     }
 }
 
@@ -654,6 +657,7 @@ pub fn subscription_items() -> Vec<SubscriptionItem> {
         SubscriptionItem::Event(envelope()),
         SubscriptionItem::Lagged { session_id: SESSION_ID.into(), last_delivered_seq: 57 },
         SubscriptionItem::ResyncRequired { session_id: SESSION_ID.into(), oldest_buffered_seq: 12 },
+        SubscriptionItem::Keepalive { session_id: SESSION_ID.into() },
     ]
 }
 
@@ -714,6 +718,14 @@ pub fn walkthrough_events(first_seq: u64) -> Vec<SubscriptionNotification<Subscr
                 session_id: SESSION_ID.into(),
                 seq,
                 timestamp: T0 + seq as i64 * 100,
+                // An answered approval names the client that answered.
+                client: matches!(event, SessionEvent::ApprovalResolved { .. }).then(|| {
+                    ClientIdentity {
+                        name: "rein.nvim".into(),
+                        pid: Some(48213),
+                        tty: Some("/dev/pts/3".into()),
+                    }
+                }),
                 event,
             }),
         })

@@ -2,6 +2,9 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
 
 use rein_agent::RunLimits;
 use rein_ai::Registry;
@@ -18,11 +21,16 @@ use crate::trust::TrustStore;
 /// not block (it is called from the session's tasks and from its control methods).
 pub type EventSink = Arc<dyn Fn(SessionEvent) + Send + Sync>;
 
-/// Tells whether any attached client can answer an approval right now. When none can, a call
-/// that needs approval is denied at once instead of waiting for nobody.
+/// Tells whether any attached client can answer an approval. When none can, a call that needs
+/// approval is denied at once instead of waiting for nobody; when the last one leaves while a
+/// request waits, the request is denied once the grace period has passed without one.
 pub trait ApprovalGate: Send + Sync {
     /// True when at least one subscribed client declared it answers approvals.
     fn has_approver(&self) -> bool;
+
+    /// Completes once no approver has been attached for `grace` without a break; never while
+    /// one stays attached.
+    fn abandoned(&self, grace: Duration) -> BoxFuture<'static, ()>;
 }
 
 /// Settings a new session starts with (from the daemon's configuration).
@@ -40,7 +48,13 @@ pub struct SessionDefaults {
     pub bash: BashSettings,
     /// Extra system prompt sections from the configuration, appended as they are.
     pub extra_prompt_sections: Vec<String>,
+    /// How long a waiting approval request outlives the last client that could answer it
+    /// before it is denied (`approvals.grace_secs`).
+    pub approval_grace: Duration,
 }
+
+/// The default of [`SessionDefaults::approval_grace`].
+pub const DEFAULT_APPROVAL_GRACE: Duration = Duration::from_secs(30);
 
 impl Default for SessionDefaults {
     fn default() -> Self {
@@ -51,6 +65,7 @@ impl Default for SessionDefaults {
             compaction: CompactionSettings::default(),
             bash: BashSettings::default(),
             extra_prompt_sections: Vec::new(),
+            approval_grace: DEFAULT_APPROVAL_GRACE,
         }
     }
 }

@@ -29,6 +29,12 @@ pub const NO_APPROVER_REASON: &str = "no client attached that can approve this c
 pub const NOT_RECORDED_REASON: &str =
     "not run: the session file could not be written, so the run stopped";
 
+/// What the model is told when every client that could approve a waiting call left and none
+/// came back within the grace period (`approvals.grace_secs`).
+pub const NO_APPROVER_LEFT_REASON: &str = "every client that could approve this call left and \
+     none came back within the grace period, so it was not run; the user can attach a client \
+     that answers approvals or change the approval policy (session/set_approval_policy)";
+
 /// What the model is told when the run stopped while a call waited for approval.
 pub const APPROVAL_CANCELLED_REASON: &str = "the run was cancelled before the call was approved";
 
@@ -282,9 +288,24 @@ impl CodingSession {
             return ToolCallDecision::Block { reason: NO_APPROVER_REASON.into() };
         }
         let pending = PendingApproval { session: self, request_id };
+        let mut answer = answer;
+        let grace = self.env.defaults.approval_grace;
         let answer = tokio::select! {
-            answer = answer => answer.ok(),
+            answer = &mut answer => answer.ok(),
             () = call.cancel.cancelled() => None,
+            () = self.gate.abandoned(grace) => {
+                if self.approvals.withdraw(&pending.request_id) {
+                    self.emit(SessionEvent::ApprovalResolved {
+                        request_id: pending.request_id.clone(),
+                        decision: ApprovalDecision::Deny,
+                        reason: Some(NO_APPROVER_LEFT_REASON.into()),
+                        resolved_by: DAEMON_RESOLVER.into(),
+                    });
+                    return ToolCallDecision::Block { reason: NO_APPROVER_LEFT_REASON.into() };
+                }
+                // An answer came in just before the deadline: it wins.
+                answer.try_recv().ok()
+            }
         };
         drop(pending);
         match answer {

@@ -92,9 +92,11 @@ use journal::Journal;
 use model::ModelSlot;
 use pump::EventPump;
 
-pub use environment::{ApprovalGate, CodingEnvironment, EventSink, SessionDefaults};
+pub use environment::{
+    ApprovalGate, CodingEnvironment, DEFAULT_APPROVAL_GRACE, EventSink, SessionDefaults,
+};
 pub use error::CodingError;
-pub use hooks::{APPROVAL_CANCELLED_REASON, NO_APPROVER_REASON};
+pub use hooks::{APPROVAL_CANCELLED_REASON, NO_APPROVER_LEFT_REASON, NO_APPROVER_REASON};
 
 /// The name given as `resolved_by` when the daemon itself answers an approval.
 pub const DAEMON_RESOLVER: &str = "daemon";

@@ -37,6 +37,12 @@ impl ApprovalGate for TestGate {
     fn has_approver(&self) -> bool {
         self.0.load(Ordering::SeqCst)
     }
+
+    /// The approver never leaves while a request waits here; leaving is tested end to end
+    /// against the daemon's real gate.
+    fn abandoned(&self, _grace: Duration) -> futures::future::BoxFuture<'static, ()> {
+        Box::pin(std::future::pending())
+    }
 }
 
 /// What a session emitted, in order.

@@ -1,0 +1,136 @@
+//! End-to-end: no process the model starts can read the provider key. The real `reind` is
+//! started with a canary key in its environment, the real `rein run --json` drives a session
+//! whose model (the scripted fake) has `bash` try every way to the key: its own environment,
+//! the daemon's `/proc/PID/environ`, and the daemon's memory through `/proc/PID/maps` and
+//! `/proc/PID/mem`. The key must still reach the provider, and none of the attempts may find
+//! it.
+//!
+//! Same-user protection is what is tested, so when the tests run as root (who may read any
+//! process) the daemon and the client run as user `nobody` (65534) instead.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
+
+use rein_testkit::background::BackgroundFake;
+use rein_testkit::daemon::DaemonFixture;
+use rein_testkit::fake_provider::Reply;
+use serde_json::json;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+use std::process::{Command, Stdio};
+
+const CANARY: &str = "sk-canary-3d9e1b7a5c2f4e60-keep-out";
+const NOBODY: u32 = 65534;
+
+/// Runs `command` as `nobody` when the tests run as root; as ourselves otherwise.
+fn as_test_user(command: &mut Command) {
+    if nix::unistd::geteuid().is_root() {
+        command.uid(NOBODY).gid(NOBODY);
+    }
+}
+
+/// Gives `path` (and everything below it) to the test user.
+fn hand_over(path: &std::path::Path) {
+    if nix::unistd::geteuid().is_root() {
+        let status = Command::new("chown").arg("-R").arg("65534:65534").arg(path).status();
+        assert!(status.is_ok_and(|s| s.success()), "cannot chown {}", path.display());
+    }
+}
+
+/// What the model's bash runs: each way to the key, printing how many times the key's prefix
+/// was found (never the key itself) and the errors on the way.
+fn attempts(pid: u32) -> String {
+    format!(
+        r#"echo "own-env: $(env | grep -c sk-canary)"
+echo "daemon-environ: $(tr '\0' '\n' < /proc/{pid}/environ | grep -c sk-canary)"
+found=0
+while read -r range perms rest; do
+  case "$perms" in r*)
+    start=$((0x${{range%-*}})); end=$((0x${{range#*-}}))
+    n=$(dd if=/proc/{pid}/mem bs=4096 skip=$((start / 4096)) count=$(((end - start) / 4096)) 2>/dev/null | grep -a -c sk-canary)
+    found=$((found + n));;
+  esac
+done < /proc/{pid}/maps
+echo "daemon-memory: $found"
+echo "mem-open: $(head -c 1 /proc/{pid}/mem 2>&1 >/dev/null)"
+echo attempts-done"#
+    )
+}
+
+#[test]
+fn the_models_bash_cannot_read_the_key_from_anywhere() {
+    let fake = BackgroundFake::start(Vec::new());
+    let daemon = DaemonFixture::new();
+    let config = format!(
+        "model = \"local/test-model\"\napproval_policy = \"yolo\"\n\n[providers.local]\n\
+         api = \"openai-chat\"\nbase_url = \"{}\"\napi_key_env = \"REIN_CANARY_KEY\"\n\n\
+         [retry]\nmax_retries = 0\n",
+        fake.base_url()
+    );
+    std::fs::write(daemon.home().join("config.toml"), config).unwrap();
+    let project = tempfile::tempdir().unwrap();
+    hand_over(daemon.home());
+    hand_over(project.path());
+
+    let mut reind = daemon.reind();
+    reind
+        .arg("--foreground")
+        .env("REIN_CANARY_KEY", CANARY)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    as_test_user(&mut reind);
+    let mut child = reind.spawn().unwrap();
+    let pid = child.id();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !daemon.socket().exists() {
+        assert!(std::time::Instant::now() < deadline, "the daemon did not start");
+        assert!(child.try_wait().unwrap().is_none(), "the daemon exited");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+
+    // The daemon re-executed itself without the key and is not dumpable: its /proc entries
+    // belong to root, and the environment the kernel shows holds no key.
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    let text = String::from_utf8_lossy(&environ);
+    assert!(!text.contains(CANARY), "the key is still in the daemon's environment");
+    if nix::unistd::geteuid().is_root() {
+        assert!(text.contains("REIN_SECRETS_FD"), "the daemon did not re-execute: {text}");
+        let owner = std::fs::metadata(format!("/proc/{pid}/mem")).unwrap().uid();
+        assert_eq!(owner, 0, "the daemon is still dumpable (its /proc/PID/mem is not root's)");
+    }
+
+    fake.push(Reply::tool_call("bash", json!({"command": attempts(pid)})));
+    fake.push(Reply::text("no key for me"));
+    let mut rein = daemon.rein();
+    rein.current_dir(project.path())
+        .args(["run", "--json", "find the API key"])
+        .env("REIN_CANARY_KEY", CANARY)
+        .stdin(Stdio::null());
+    as_test_user(&mut rein);
+    let output = rein.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let _ = child.kill();
+    let _ = child.wait();
+
+    let requests = fake.requests();
+    assert!(
+        requests.iter().any(|r| r.header("authorization") == Some(&format!("Bearer {CANARY}"))),
+        "the key did not reach the provider, so this test proves nothing"
+    );
+    assert!(!stdout.contains(CANARY), "the key reached the client");
+    let result = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|event| event["event"]["kind"] == "tool_execution_end")
+        .unwrap_or_else(|| panic!("no tool result in {stdout}"));
+    let shown = result["event"]["result"]["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(shown.contains("attempts-done"), "the attempts did not run: {shown}");
+    for line in ["own-env: 0", "daemon-environ: 0", "daemon-memory: 0"] {
+        assert!(shown.contains(line), "expected {line:?} in {shown}");
+    }
+    assert!(
+        shown.matches("Permission denied").count() >= 2,
+        "reading the daemon's environ and memory was not refused: {shown}"
+    );
+}
