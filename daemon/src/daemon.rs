@@ -1,6 +1,7 @@
 //! The daemon's shared state: where it lives, when it started, and how it stops.
 
 use crate::config::Config;
+use crate::config_reload::ConfigWatch;
 use crate::hub::Hub;
 use rein_ai::registry::Registry;
 use rein_protocol::event::DaemonEvent;
@@ -31,7 +32,8 @@ pub struct Daemon {
     pub options: DaemonOptions,
     /// The configuration file's settings.
     pub config: Config,
-    /// Providers and models.
+    /// Providers and models as loaded at start-up; after a configuration reload the ones in
+    /// force are `hub.env().registry`.
     pub registry: Arc<Registry>,
     /// The loaded sessions.
     pub hub: Arc<Hub>,
@@ -42,6 +44,7 @@ pub struct Daemon {
     /// Daemon-wide events for `daemon/subscribe`.
     pub events: broadcast::Sender<DaemonEvent>,
     connections: AtomicU64,
+    config_watch: std::sync::OnceLock<ConfigWatch>,
 }
 
 impl Daemon {
@@ -62,7 +65,29 @@ impl Daemon {
             shutdown: CancellationToken::new(),
             events,
             connections: AtomicU64::new(0),
+            config_watch: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Starts watching the configuration file for changes (see [`ConfigWatch`]). Only the
+    /// first call has an effect.
+    pub fn watch_config(&self, watch: ConfigWatch) {
+        let _ = self.config_watch.set(watch);
+    }
+
+    /// Reloads the configuration when its file changed, telling daemon subscribers how it
+    /// went. Called before each request; a `stat` or two when nothing changed.
+    pub fn reload_config_if_changed(&self) {
+        if let Some(watch) = self.config_watch.get()
+            && let Some(event) = watch.check(&self.hub)
+        {
+            let _ = self.events.send(event);
+        }
+    }
+
+    /// The configuration file in force and why the last reload failed, if it did.
+    pub fn config_status(&self) -> (Option<PathBuf>, Option<String>) {
+        self.config_watch.get().map(ConfigWatch::status).unwrap_or_default()
     }
 
     /// Open connections now.

@@ -7,6 +7,7 @@
 //! the methods themselves ([`methods`]).
 
 pub mod config;
+pub mod config_reload;
 pub mod daemon;
 pub mod hub;
 pub mod logging;

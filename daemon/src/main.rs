@@ -60,7 +60,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     let _guard = logging::init(&home.join("logs"), !args.detached)
         .context("cannot open the log directory")?;
     let (config, config_path) = config::load(&home)?;
-    let registry = Arc::new(Registry::new(config.providers.clone())?);
+    let registry = Arc::new(Registry::new(config.providers_config())?);
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let entered = runtime.enter();
     let signals = ShutdownSignals::install().context("cannot install signal handlers")?;
@@ -80,10 +80,15 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     drop(entered);
     runtime.block_on(async move {
-        let env = Arc::new(config::coding_environment(&options.home, &config, registry.clone())?);
+        let mut env = config::coding_environment(&options.home, &config, registry.clone())?;
+        env.defaults.config_file = config_path.clone();
+        let env = Arc::new(env);
+        let watch =
+            rein_daemon::config_reload::ConfigWatch::new(&options.home, config_path.clone());
         let (events, _) = tokio::sync::broadcast::channel(256);
         let hub = Arc::new(Hub::new(env, config.sessions.clone(), events.clone()));
         let daemon = Arc::new(Daemon::new(options, config, registry, hub.clone(), events));
+        daemon.watch_config(watch);
         hub.spawn_idle_reaper(daemon.shutdown.clone());
         match &config_path {
             Some(path) => tracing::info!(config = %path.display(), "configuration loaded"),

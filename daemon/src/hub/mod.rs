@@ -98,7 +98,7 @@ pub fn coding_error(error: CodingError) -> RpcError {
 
 /// Every loaded session.
 pub struct Hub {
-    env: Arc<CodingEnvironment>,
+    env: Mutex<Arc<CodingEnvironment>>,
     settings: SessionsConfig,
     sessions: Mutex<HashMap<String, Arc<LoadedSession>>>,
     /// Held while a session is being loaded, so two clients opening it at once share one load.
@@ -120,7 +120,7 @@ impl Hub {
         daemon_events: broadcast::Sender<DaemonEvent>,
     ) -> Self {
         Self {
-            env,
+            env: Mutex::new(env),
             settings,
             sessions: Mutex::new(HashMap::new()),
             loading: tokio::sync::Mutex::new(()),
@@ -128,9 +128,23 @@ impl Hub {
         }
     }
 
-    /// The shared coding environment.
-    pub fn env(&self) -> &Arc<CodingEnvironment> {
-        &self.env
+    /// The shared coding environment as of now (a configuration reload replaces it).
+    pub fn env(&self) -> Arc<CodingEnvironment> {
+        Arc::clone(&self.env.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
+
+    /// Puts a reloaded configuration in force: new sessions get `env`, and every loaded
+    /// session takes its providers and defaults for its next request.
+    pub fn reconfigure(&self, env: Arc<CodingEnvironment>) {
+        *self.env.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::clone(&env);
+        let loaded: Vec<Arc<LoadedSession>> = self
+            .sessions
+            .lock()
+            .map(|sessions| sessions.values().cloned().collect())
+            .unwrap_or_default();
+        for session in loaded {
+            session.session.reconfigure(CodingEnvironment::clone(&env));
+        }
     }
 
     /// Sessions loaded now.
@@ -206,7 +220,7 @@ impl Hub {
         let (events, approvers, sink) = self.wiring();
         let gate: Arc<dyn ApprovalGate> = approvers.clone();
         let session =
-            CodingSession::create(CodingEnvironment::clone(&self.env), params, sink, gate)
+            CodingSession::create(CodingEnvironment::clone(&self.env()), params, sink, gate)
                 .await
                 .map_err(coding_error)?;
         let loaded = self.insert(session, events, approvers);
@@ -230,7 +244,7 @@ impl Hub {
         let (events, approvers, sink) = self.wiring();
         let gate: Arc<dyn ApprovalGate> = approvers.clone();
         let session =
-            CodingSession::open(CodingEnvironment::clone(&self.env), session_id, sink, gate)
+            CodingSession::open(CodingEnvironment::clone(&self.env()), session_id, sink, gate)
                 .await
                 .map_err(coding_error)?;
         Ok(self.insert(session, events, approvers))
@@ -267,7 +281,7 @@ impl Hub {
         if self.loaded(session_id).is_some() {
             self.close(session_id).await?;
         }
-        self.env
+        self.env()
             .store
             .delete(session_id)
             .map_err(|error| RpcError::new(error.kind(), error.to_string()))?;
@@ -280,7 +294,7 @@ impl Hub {
     /// Sessions on disk (per project directory or all), marked loaded and running as they are.
     pub fn list(&self, cwd: Option<&str>) -> Result<Vec<SessionSummary>, RpcError> {
         let mut sessions = self
-            .env
+            .env()
             .store
             .list(cwd)
             .map_err(|error| RpcError::new(error.kind(), error.to_string()))?;

@@ -47,6 +47,12 @@ pub async fn initialize(
 /// `daemon/info`.
 pub async fn info(_: Empty, connection: Arc<ConnectionContext>) -> Result<DaemonInfo, RpcError> {
     let daemon = &connection.daemon;
+    let (config_path, config_error) = daemon.config_status();
+    let registry = daemon.hub.env().registry.clone();
+    let (key_variables, missing_key_variables) = registry
+        .key_variables()
+        .into_iter()
+        .partition(|name| std::env::var_os(name).is_some_and(|value| !value.is_empty()));
     Ok(DaemonInfo {
         version: DAEMON_VERSION.to_string(),
         protocol_version: PROTOCOL_VERSION,
@@ -56,6 +62,11 @@ pub async fn info(_: Empty, connection: Arc<ConnectionContext>) -> Result<Daemon
         rein_home: daemon.options.home.display().to_string(),
         sessions_loaded: daemon.hub.loaded_count() as u64,
         connections: daemon.connections(),
+        config_path: config_path.map(|path| path.display().to_string()),
+        config_error,
+        default_model: registry.effective_default_model(),
+        key_variables,
+        missing_key_variables,
     })
 }
 
@@ -76,7 +87,7 @@ pub async fn models(
     _: Empty,
     connection: Arc<ConnectionContext>,
 ) -> Result<ModelsResult, RpcError> {
-    let registry = &connection.daemon.registry;
+    let registry = connection.daemon.hub.env().registry.clone();
     Ok(ModelsResult {
         default_model: registry.effective_default_model(),
         models: registry.models(),

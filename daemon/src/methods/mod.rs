@@ -106,6 +106,7 @@ where
             let handler = handler.clone();
             async move {
                 let connection = connection(&extensions)?;
+                connection.daemon.reload_config_if_changed();
                 let params = parse_params::<P>(params.as_str()).map_err(ErrorObjectOwned::from)?;
                 handler(params, connection).await.map_err(ErrorObjectOwned::from)
             }

@@ -187,6 +187,11 @@ pub fn daemon_info() -> DaemonInfo {
         rein_home: "/home/ada/.local/share/rein".into(),
         sessions_loaded: 2,
         connections: 3,
+        config_path: Some("/home/ada/.local/share/rein/config.toml".into()),
+        config_error: None,
+        default_model: Some("anthropic/claude-sonnet-4-5".into()),
+        key_variables: vec!["ANTHROPIC_API_KEY".into()],
+        missing_key_variables: vec!["OPENAI_API_KEY".into(), "OPENROUTER_API_KEY".into()],
     }
 }
 
@@ -644,6 +649,10 @@ pub fn daemon_events() -> Vec<DaemonEvent> {
         DaemonEvent::SessionRunning { session_id: SESSION_ID.into(), run_id: RUN_ID.into() },
         DaemonEvent::SessionIdle { session_id: SESSION_ID.into() },
         DaemonEvent::SessionDeleted { session_id: FORKED_SESSION_ID.into() },
+        DaemonEvent::ConfigReloaded {
+            path: Some("/home/ada/.local/share/rein/config.toml".into()),
+            error: None,
+        },
         DaemonEvent::ShuttingDown,
     ]
 }

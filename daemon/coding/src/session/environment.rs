@@ -40,6 +40,8 @@ pub struct SessionDefaults {
     pub bash: BashSettings,
     /// Extra system prompt sections from the configuration, appended as they are.
     pub extra_prompt_sections: Vec<String>,
+    /// The user's configuration file in force, if any (its hash goes into each run's record).
+    pub config_file: Option<PathBuf>,
 }
 
 impl Default for SessionDefaults {
@@ -51,6 +53,7 @@ impl Default for SessionDefaults {
             compaction: CompactionSettings::default(),
             bash: BashSettings::default(),
             extra_prompt_sections: Vec::new(),
+            config_file: None,
         }
     }
 }

@@ -19,6 +19,7 @@ use tokio::task::JoinHandle;
 
 use super::environment::EventSink;
 use super::journal::Journal;
+use super::run_record::SetupSlot;
 
 /// Counts the harness's events as they are emitted.
 struct Tap {
@@ -45,7 +46,12 @@ pub(crate) struct EventPump {
 
 impl EventPump {
     /// Subscribes to `harness` and starts forwarding to `sink`.
-    pub(crate) fn start(harness: &Harness, journal: Arc<Journal>, sink: EventSink) -> Self {
+    pub(crate) fn start(
+        harness: &Harness,
+        journal: Arc<Journal>,
+        sink: EventSink,
+        setup: SetupSlot,
+    ) -> Self {
         // Both subscriptions are made before anything runs, so they see the same events.
         let tap = Arc::new(Mutex::new(Tap { receiver: harness.subscribe(), emitted: 0 }));
         let mut events = harness.subscribe();
@@ -54,7 +60,7 @@ impl EventPump {
         let task = tokio::spawn(async move {
             let mut done = 0_u64;
             while let Some(event) = events.recv().await {
-                forward(&journal, &sink, event);
+                forward(&journal, &sink, &setup, event);
                 done += 1;
                 // Keep the tap drained so it never holds more than the backlog.
                 lock(&task_tap).count();
@@ -92,8 +98,16 @@ fn lock(tap: &Mutex<Tap>) -> MutexGuard<'_, Tap> {
 }
 
 /// Passes one event on, persisting a finished message first: the message end is followed by
-/// the `EntryAppended` of its entry.
-fn forward(journal: &Journal, sink: &EventSink, event: SessionEvent) {
+/// the `EntryAppended` of its entry. A run's end is recorded (a `run_end` entry, announced)
+/// before its `agent_end` is passed on.
+fn forward(journal: &Journal, sink: &EventSink, setup: &SetupSlot, event: SessionEvent) {
+    if let Some(entry) = setup.run_end(&event) {
+        if let Err(error) = journal.write(|session| session.append(entry)) {
+            tracing::error!(%error, "could not record the end of a run");
+        }
+        sink(event);
+        return;
+    }
     let SessionEvent::MessageEnd { message } = event else {
         sink(event);
         return;

@@ -135,10 +135,10 @@ impl CodingSession {
         let request = CommandRequest {
             command,
             cwd: PathBuf::from(&self.cwd),
-            shell: self.env.defaults.bash.shell.clone(),
-            timeout: self.env.defaults.bash.default_timeout,
-            output_dir: self.env.output_dir.clone(),
-            hidden_env: self.env.defaults.bash.hidden_env.clone(),
+            shell: self.env().defaults.bash.shell.clone(),
+            timeout: self.env().defaults.bash.default_timeout,
+            output_dir: self.env().output_dir.clone(),
+            hidden_env: self.env().defaults.bash.hidden_env.clone(),
         };
         let id = shell_id.clone();
         tokio::spawn(async move {
