@@ -216,6 +216,8 @@ enum DaemonAction {
     Start,
     /// Shut the daemon down gracefully.
     Stop,
+    /// Stop the daemon and start it again with this shell's environment.
+    Restart,
     /// Show whether the daemon runs, and its details.
     Status {
         /// Print JSON.
@@ -340,6 +342,9 @@ async fn dispatch(socket: &Path, cli: Cli) -> Result<u8, ClientError> {
         Command::Completions { .. } => Ok(exit::OK),
         Command::Daemon { action: DaemonAction::Start } => commands::daemon::start(socket).await,
         Command::Daemon { action: DaemonAction::Stop } => commands::daemon::stop(socket).await,
+        Command::Daemon { action: DaemonAction::Restart } => {
+            commands::daemon::restart(socket).await
+        }
         Command::Daemon { action: DaemonAction::Status { json } } => {
             commands::daemon::status(socket, json).await
         }

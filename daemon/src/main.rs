@@ -72,6 +72,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Err(error) => return Err(error.into()),
     };
+    reap_tool_groups(&home);
     let options = DaemonOptions {
         home,
         socket,
@@ -102,6 +103,19 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Kills what a crashed daemon's tools left running, then records this daemon's own tool
+/// groups under `run/` (see `rein_coding::process_groups`).
+fn reap_tool_groups(home: &std::path::Path) {
+    let run_dir = home.join("run");
+    let killed = rein_coding::process_groups::reap_leftovers(&run_dir);
+    if killed > 0 {
+        tracing::info!(killed, "cleaned up tool processes of a previous daemon");
+    }
+    if let Err(error) = rein_coding::process_groups::init(&run_dir) {
+        tracing::warn!(%error, "cannot record tool process groups");
+    }
 }
 
 /// SIGTERM and SIGINT shut down gracefully, like `daemon/shutdown`. The handlers are installed

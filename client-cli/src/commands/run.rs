@@ -127,6 +127,7 @@ pub async fn run(socket: &Path, args: RunArgs) -> Result<u8, ClientError> {
     let mut interrupts = Interrupts::catch()?;
     let mut client = Client::connect_or_start(socket).await?;
     client.initialize(approvals).await?;
+    crate::commands::daemon::warn(&mut client).await;
     let target = match (&args.session, args.continue_) {
         (Some(id), _) => Target::Named(id.clone()),
         (None, true) => Target::Latest,

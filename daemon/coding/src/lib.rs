@@ -14,6 +14,7 @@ pub mod file_locks;
 pub mod file_tracker;
 pub mod instructions;
 pub mod paths;
+pub mod process_groups;
 pub mod project;
 pub mod project_config;
 pub mod prompt;
