@@ -4,6 +4,8 @@
 //! after the compaction still carries the user's newest prompt verbatim. Every request body
 //! the scripted provider received is checked.
 
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns: a failure stops the test
+
 mod cli_support;
 
 use cli_support::{CliEnv, assert_exit, request_mentions, session_id, stderr};

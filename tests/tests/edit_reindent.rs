@@ -2,6 +2,8 @@
 //! `newText` re-indented to the file's, and one whose indentation cannot be placed is refused
 //! without touching the file. Driven through the real `rein run`, daemon and edit tool.
 
+#![allow(clippy::unwrap_used)] // test helpers outside #[test] fns: a failure stops the test
+
 mod cli_support;
 
 use cli_support::{CliEnv, assert_exit};
