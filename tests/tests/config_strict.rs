@@ -87,6 +87,31 @@ fn a_trusted_projects_config_is_applied() {
 }
 
 #[test]
+fn a_trusted_projects_model_and_approval_policy_apply_to_its_new_sessions() {
+    let env = CliEnv::start(vec![
+        Reply::tool_call("bash", json!({"command": "echo ran-it"})),
+        Reply::text("done"),
+    ]);
+    let dot_rein = env.project.path().join(".rein");
+    std::fs::create_dir_all(&dot_rein).unwrap();
+    std::fs::write(
+        dot_rein.join("config.toml"),
+        "model = \"fake/project-model\"\napproval_policy = \"yolo\"\n",
+    )
+    .unwrap();
+    let project = path_str(&env.project_dir());
+    assert_exit(&env.run(&["trust", &project]), 0);
+    // No --approve: the user's default is `ask`, which would deny the call (no approver).
+    let output = env.run(&["run", "go"]);
+    assert_exit(&output, 0);
+    let requests = env.requests();
+    assert_eq!(requests[0].body["model"], "project-model", "{}", requests[0].body);
+    assert!(requests[1].body.to_string().contains("ran-it"), "the call was not run");
+    let state = env.rpc_ok("session/state", json!({"session_id": session_id(&stderr(&output))}));
+    assert_eq!(state["approval_policy"], "yolo");
+}
+
+#[test]
 fn a_mistake_in_a_trusted_projects_config_is_reported() {
     let env = CliEnv::start(vec![Reply::text("never sent")]);
     let dot_rein = env.project.path().join(".rein");
