@@ -136,12 +136,13 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// The file is not valid for these settings.
-    #[error("invalid configuration in {path}: {source}")]
+    #[error("invalid configuration in {path}: {error}")]
     Parse {
         /// The file.
         path: PathBuf,
-        /// What is wrong, with its line and a "did you mean" hint.
-        source: ConfigParseError,
+        /// What is wrong, with its line and a "did you mean" hint (part of the text, not a
+        /// source, so error chains do not repeat it).
+        error: ConfigParseError,
     },
 }
 
@@ -164,7 +165,7 @@ pub fn load(home: &Path) -> Result<(Config, Option<PathBuf>), ConfigError> {
             Err(source) => return Err(ConfigError::Read { path, source }),
         };
         let config =
-            parse(&text).map_err(|source| ConfigError::Parse { path: path.clone(), source })?;
+            parse(&text).map_err(|error| ConfigError::Parse { path: path.clone(), error })?;
         return Ok((config, Some(path)));
     }
     Ok((Config::default(), None))

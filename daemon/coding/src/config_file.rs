@@ -9,10 +9,11 @@ use serde::de::DeserializeOwned;
 
 /// A configuration document that cannot be used, with a hint when a name was misspelled.
 #[derive(Debug, thiserror::Error)]
-#[error("{source}{}", hint_text(.hint))]
+#[error("{error}{}", hint_text(.hint))]
 pub struct ConfigParseError {
-    /// What the TOML parser said (with the line and the key).
-    pub source: Box<toml::de::Error>,
+    /// What the TOML parser said (with the line and the key). Shown as part of this error's
+    /// text rather than as its source, so error chains do not print it twice.
+    pub error: Box<toml::de::Error>,
     /// The closest valid name, when the error was an unknown key or value.
     pub hint: Option<Hint>,
 }
@@ -37,7 +38,7 @@ fn hint_text(hint: &Option<Hint>) -> String {
 pub fn parse_strict<T: DeserializeOwned>(text: &str) -> Result<T, ConfigParseError> {
     toml::from_str(text).map_err(|source| {
         let hint = hint_for(source.message());
-        ConfigParseError { source: Box::new(source), hint }
+        ConfigParseError { error: Box::new(source), hint }
     })
 }
 

@@ -63,12 +63,13 @@ pub enum ProjectConfigError {
         source: std::io::Error,
     },
     /// The file is not valid TOML for these settings.
-    #[error("invalid project configuration in {path}: {source}")]
+    #[error("invalid project configuration in {path}: {error}")]
     Parse {
         /// The file.
         path: PathBuf,
-        /// What is wrong, with its line and a hint.
-        source: ConfigParseError,
+        /// What is wrong, with its line and a hint (part of the text, not a source, so error
+        /// chains do not repeat it).
+        error: ConfigParseError,
     },
     /// The file sets something only the user's configuration may set.
     #[error(
@@ -95,7 +96,7 @@ impl ProjectConfig {
             });
         }
         parse_strict(text)
-            .map_err(|source| ProjectConfigError::Parse { path: path.to_path_buf(), source })
+            .map_err(|error| ProjectConfigError::Parse { path: path.to_path_buf(), error })
     }
 
     /// Reads and merges `files` (outermost first, so inner files win).

@@ -466,6 +466,11 @@ impl CodingSession {
     ) -> Result<PromptReceipt, CodingError> {
         // A closed session refuses before anything else is checked.
         self.journal.read(|_| ())?;
+        // Captured before the operation lock is taken: it asks git, which may take a moment.
+        let setup = (!self.harness.is_running()).then(|| {
+            let effective = limits.clone().unwrap_or_else(|| self.harness.limits());
+            self.capture_setup(&effective)
+        });
         // Held while the harness decides, so no operation starts between the check and the
         // run.
         let operation = self.operation();
@@ -477,7 +482,8 @@ impl CodingSession {
             lock(&self.model).usable()?;
             self.record_settings()?;
             let effective = limits.clone().unwrap_or_else(|| self.harness.limits());
-            self.run_setup.set(self.capture_setup(&effective));
+            let setup = setup.unwrap_or_else(|| self.capture_setup(&effective));
+            self.run_setup.set(setup);
         }
         let receipt = match when_busy {
             None => {
