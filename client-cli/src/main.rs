@@ -19,8 +19,11 @@ use std::process::ExitCode;
 /// rein: a coding agent that lives in a daemon. Talk to it from anywhere.
 ///
 /// Without a command, starts an interactive session in the current directory.
+///
+/// Global options (`--socket`) go before or after the command; the session options below
+/// apply only without a command.
 #[derive(Debug, Parser)]
-#[command(name = "rein", version, about, args_conflicts_with_subcommands = true)]
+#[command(name = "rein", version, about)]
 struct Cli {
     /// Daemon socket (default: $REIN_SOCKET, else $REIN_HOME/run/reind.sock).
     #[arg(long, global = true, value_name = "PATH")]
@@ -43,6 +46,13 @@ struct SessionOptions {
     /// The project directory (default: the current directory).
     #[arg(long, value_name = "DIR")]
     cwd: Option<PathBuf>,
+}
+
+impl SessionOptions {
+    /// Whether any option was given.
+    fn is_set(&self) -> bool {
+        self.model.is_some() || self.approve.is_some() || self.cwd.is_some()
+    }
 }
 
 /// Export formats on the command line.
@@ -209,6 +219,8 @@ enum DaemonAction {
     Start,
     /// Shut the daemon down gracefully.
     Stop,
+    /// Stop the daemon and start it again with this shell's environment.
+    Restart,
     /// Show whether the daemon runs, and its details.
     Status {
         /// Print JSON.
@@ -225,6 +237,13 @@ fn main() -> ExitCode {
             return ExitCode::from(if error.use_stderr() { exit::USAGE } else { exit::OK });
         }
     };
+    if cli.command.is_some() && cli.start.is_set() {
+        eprintln!(
+            "rein: --model, --approve and --cwd before a command only apply to the \
+             interactive session; put them after the command (`rein attach --model ...`)"
+        );
+        return ExitCode::from(exit::USAGE);
+    }
     if let Some(Command::Completions { shell }) = &cli.command {
         clap_complete::generate(*shell, &mut Cli::command(), "rein", &mut std::io::stdout());
         return ExitCode::from(exit::OK);
@@ -326,6 +345,9 @@ async fn dispatch(socket: &Path, cli: Cli) -> Result<u8, ClientError> {
         Command::Completions { .. } => Ok(exit::OK),
         Command::Daemon { action: DaemonAction::Start } => commands::daemon::start(socket).await,
         Command::Daemon { action: DaemonAction::Stop } => commands::daemon::stop(socket).await,
+        Command::Daemon { action: DaemonAction::Restart } => {
+            commands::daemon::restart(socket).await
+        }
         Command::Daemon { action: DaemonAction::Status { json } } => {
             commands::daemon::status(socket, json).await
         }

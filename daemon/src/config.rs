@@ -4,19 +4,30 @@
 //! from `$XDG_CONFIG_HOME/rein/config.toml` (`~/.config/rein/config.toml`). No file at all is
 //! fine: every setting has a default. The providers part (`model`, `[providers.*]`, `[retry]`)
 //! belongs to `rein-ai` and is documented in `docs/config.md`; this module adds the daemon's own
-//! settings beside it.
+//! settings beside it. Every table denies unknown keys, and a misspelled key is reported with
+//! the closest valid one ([`rein_coding::config_file`]).
 
-use rein_ai::config::ProvidersConfig;
+use rein_ai::RetryPolicy;
+use rein_ai::config::{ProviderConfig, ProvidersConfig};
+use rein_coding::config_file::{ConfigParseError, parse_strict};
 use rein_protocol::method::ApprovalPolicy;
 use serde::Deserialize;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 /// Everything the configuration file can set.
 #[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Config {
-    /// Models and providers.
-    #[serde(flatten)]
-    pub providers: ProvidersConfig,
+    /// The default model as `provider/model`.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// `[providers.NAME]` tables.
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderConfig>,
+    /// `[retry]`: how failed requests are retried.
+    #[serde(default)]
+    pub retry: RetryPolicy,
     /// The approval policy of new sessions.
     #[serde(default)]
     pub approval_policy: ApprovalPolicy,
@@ -103,6 +114,17 @@ fn default_approval_grace_secs() -> u64 {
 impl Default for ApprovalsConfig {
     fn default() -> Self {
         Self { grace_secs: default_approval_grace_secs() }
+    }
+}
+
+impl Config {
+    /// The models-and-providers part, as `rein-ai` takes it.
+    pub fn providers_config(&self) -> ProvidersConfig {
+        ProvidersConfig {
+            model: self.model.clone(),
+            providers: self.providers.clone(),
+            retry: self.retry.clone(),
+        }
     }
 }
 
@@ -203,12 +225,13 @@ pub enum ConfigError {
         source: std::io::Error,
     },
     /// The file is not valid for these settings.
-    #[error("invalid configuration in {path}: {source}")]
+    #[error("invalid configuration in {path}: {error}")]
     Parse {
         /// The file.
         path: PathBuf,
-        /// What is wrong, with its line.
-        source: toml::de::Error,
+        /// What is wrong, with its line and a "did you mean" hint (part of the text, not a
+        /// source, so error chains do not repeat it).
+        error: ConfigParseError,
     },
 }
 
@@ -231,15 +254,15 @@ pub fn load(home: &Path) -> Result<(Config, Option<PathBuf>), ConfigError> {
             Err(source) => return Err(ConfigError::Read { path, source }),
         };
         let config =
-            parse(&text).map_err(|source| ConfigError::Parse { path: path.clone(), source })?;
+            parse(&text).map_err(|error| ConfigError::Parse { path: path.clone(), error })?;
         return Ok((config, Some(path)));
     }
     Ok((Config::default(), None))
 }
 
-/// Parses a configuration document.
-pub fn parse(text: &str) -> Result<Config, toml::de::Error> {
-    toml::from_str(text)
+/// Parses a configuration document; unknown keys anywhere are errors.
+pub fn parse(text: &str) -> Result<Config, ConfigParseError> {
+    parse_strict(text)
 }
 
 /// Where the files holding commands' full output go: `<home>/tmp/bash-output`, one directory
@@ -258,13 +281,7 @@ pub fn coding_environment(
     config: &Config,
     registry: std::sync::Arc<rein_ai::Registry>,
 ) -> Result<rein_coding::session::CodingEnvironment, rein_coding::trust::TrustError> {
-    use rein_coding::session::{CodingEnvironment, SessionDefaults};
-    let limits = rein_agent::RunLimits {
-        max_turns: Some(config.limits.max_turns),
-        max_cost: config.limits.max_cost,
-        max_wall_time: config.limits.max_seconds.map(std::time::Duration::from_secs),
-        max_failed_turns: Some(config.limits.max_failed_turns),
-    };
+    use rein_coding::session::CodingEnvironment;
     Ok(CodingEnvironment {
         registry: registry.clone(),
         store: rein_session::SessionStore::new(home),
@@ -273,21 +290,35 @@ pub fn coding_environment(
         global_dir: home.to_path_buf(),
         global_skills_dir: home.join("skills"),
         output_dir: spill_root(home),
-        defaults: SessionDefaults {
-            approval_policy: config.approval_policy,
-            limits,
-            bash: rein_coding::BashSettings {
-                hidden_env: registry.key_variables(),
-                spill: rein_coding::tools::spill::SpillLimits {
-                    max_bytes: config.tools.spill_max_bytes,
-                    min_free_bytes: config.storage.min_free_bytes,
-                },
-                ..Default::default()
-            },
-            approval_grace: std::time::Duration::from_secs(config.approvals.grace_secs),
-            ..SessionDefaults::default()
-        },
+        defaults: session_defaults(config, &registry),
     })
+}
+
+/// The settings new sessions start with, from the configuration and its providers.
+pub fn session_defaults(
+    config: &Config,
+    registry: &rein_ai::Registry,
+) -> rein_coding::session::SessionDefaults {
+    let limits = rein_agent::RunLimits {
+        max_turns: Some(config.limits.max_turns),
+        max_cost: config.limits.max_cost,
+        max_wall_time: config.limits.max_seconds.map(std::time::Duration::from_secs),
+        max_failed_turns: Some(config.limits.max_failed_turns),
+    };
+    rein_coding::session::SessionDefaults {
+        approval_policy: config.approval_policy,
+        limits,
+        bash: rein_coding::BashSettings {
+            hidden_env: registry.key_variables(),
+            spill: rein_coding::tools::spill::SpillLimits {
+                max_bytes: config.tools.spill_max_bytes,
+                min_free_bytes: config.storage.min_free_bytes,
+            },
+            ..Default::default()
+        },
+        approval_grace: std::time::Duration::from_secs(config.approvals.grace_secs),
+        ..rein_coding::session::SessionDefaults::default()
+    }
 }
 
 #[cfg(test)]
@@ -321,8 +352,9 @@ mod tests {
             "#,
         )
         .unwrap();
-        assert_eq!(config.providers.model.as_deref(), Some("local/test-model"));
-        assert!(config.providers.providers.contains_key("local"));
+        assert_eq!(config.model.as_deref(), Some("local/test-model"));
+        assert!(config.providers.contains_key("local"));
+        assert_eq!(config.providers_config().model.as_deref(), Some("local/test-model"));
         assert_eq!(config.approval_policy, ApprovalPolicy::AutoEdit);
         assert_eq!(config.limits.max_turns, 7);
         assert_eq!(config.limits.max_cost, Some(1.5));
@@ -351,6 +383,27 @@ mod tests {
         let error = parse("[limits]\nmax_turns = \"many\"\n").unwrap_err();
         assert!(error.to_string().contains("max_turns"), "{error}");
         assert!(parse("[limits]\nmax_turnz = 3\n").is_err());
+    }
+
+    #[test]
+    fn unknown_keys_anywhere_are_errors_with_the_closest_valid_one() {
+        for (text, unknown, closest) in [
+            ("[limit]\nmax_cost = 1.0\n", "limit", "limits"),
+            ("approval_polcy = \"ask\"\n", "approval_polcy", "approval_policy"),
+            ("modle = \"a/b\"\n", "modle", "model"),
+            ("[provider.x]\napi = \"anthropic\"\n", "provider", "providers"),
+            ("[retry]\nmax_retry = 1\n", "max_retry", "max_retries"),
+            ("[sessions]\nidle_unload_sec = 1\n", "idle_unload_sec", "idle_unload_secs"),
+            ("approval_policy = \"yollo\"\n", "yollo", "yolo"),
+        ] {
+            let error = parse(text).unwrap_err();
+            let message = error.to_string();
+            assert!(message.contains(unknown), "{text}: {message}");
+            assert!(
+                message.contains(&format!("did you mean `{closest}` instead of `{unknown}`?")),
+                "{text}: {message}"
+            );
+        }
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 use crate::clients::ClientDirectory;
 use crate::config::Config;
+use crate::config_reload::ConfigWatch;
 use crate::hub::Hub;
 use crate::server::limits::{ConnectionLimits, InputBudget};
 use rein_ai::registry::Registry;
@@ -36,7 +37,8 @@ pub struct Daemon {
     pub options: DaemonOptions,
     /// The configuration file's settings.
     pub config: Config,
-    /// Providers and models.
+    /// Providers and models as loaded at start-up; after a configuration reload the ones in
+    /// force are `hub.env().registry`.
     pub registry: Arc<Registry>,
     /// The loaded sessions.
     pub hub: Arc<Hub>,
@@ -52,6 +54,7 @@ pub struct Daemon {
     pub clients: ClientDirectory,
     connections: AtomicU64,
     overflow: AtomicU64,
+    config_watch: std::sync::OnceLock<ConfigWatch>,
 }
 
 impl Daemon {
@@ -76,7 +79,29 @@ impl Daemon {
             clients: ClientDirectory::default(),
             connections: AtomicU64::new(0),
             overflow: AtomicU64::new(0),
+            config_watch: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Starts watching the configuration file for changes (see [`ConfigWatch`]). Only the
+    /// first call has an effect.
+    pub fn watch_config(&self, watch: ConfigWatch) {
+        let _ = self.config_watch.set(watch);
+    }
+
+    /// Reloads the configuration when its file changed, telling daemon subscribers how it
+    /// went. Called before each request; a `stat` or two when nothing changed.
+    pub fn reload_config_if_changed(&self) {
+        if let Some(watch) = self.config_watch.get()
+            && let Some(event) = watch.check(&self.hub)
+        {
+            let _ = self.events.send(event);
+        }
+    }
+
+    /// The configuration file in force and why the last reload failed, if it did.
+    pub fn config_status(&self) -> (Option<PathBuf>, Option<String>) {
+        self.config_watch.get().map(ConfigWatch::status).unwrap_or_default()
     }
 
     /// Open connections now.

@@ -8,10 +8,11 @@
 
 pub mod clients;
 pub mod config;
+pub mod config_reload;
 pub mod daemon;
+pub mod home;
 pub mod home_lock;
 pub mod housekeeping;
-pub mod home;
 pub mod hub;
 pub mod logging;
 pub mod methods;

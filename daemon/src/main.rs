@@ -7,8 +7,7 @@ use rein_daemon::hub::Hub;
 use rein_daemon::server::limits::ConnectionLimits;
 use rein_daemon::server::listener::{self, BindError};
 use rein_daemon::{
-    Daemon, DaemonOptions, config, home, home_lock, housekeeping, logging, methods, secrets,
-    server,
+    Daemon, DaemonOptions, config, home, home_lock, housekeeping, logging, methods, secrets, server,
 };
 use rein_protocol::codec::DEFAULT_MAX_LINE_BYTES;
 use rein_protocol::paths;
@@ -77,7 +76,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (config, config_path) = config::load(&home)?;
     // Before any thread starts: may replace this process with one whose environment holds no
     // provider key (see `secrets`).
-    let key_variables = Registry::new(config.providers.clone())?.key_variables();
+    let key_variables = Registry::new(config.providers_config())?.key_variables();
     let secrets = secrets::isolate(&key_variables).context("cannot protect the provider keys")?;
     if let Some(run_dir) = socket.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         home::check_run_dir(run_dir)?;
@@ -97,10 +96,9 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     raise_open_file_limit();
     tracing::debug!(keys = ?secrets, "provider keys held in memory only");
     let lookup = secrets.clone();
-    let registry = Arc::new(Registry::with_environment(
-        config.providers.clone(),
-        Arc::new(move |name: &str| lookup.get(name)),
-    )?);
+    let environment: rein_ai::registry::Environment = Arc::new(move |name: &str| lookup.get(name));
+    let registry =
+        Arc::new(Registry::with_environment(config.providers_config(), environment.clone())?);
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let entered = runtime.enter();
     let signals = ShutdownSignals::install().context("cannot install signal handlers")?;
@@ -116,6 +114,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     for path in home::make_private(&home)? {
         tracing::warn!(path = %path.display(), "was readable by others; made private");
     }
+    reap_tool_groups(&home);
     let options = DaemonOptions {
         home,
         socket,
@@ -131,10 +130,18 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     drop(entered);
     runtime.block_on(async move {
-        let env = Arc::new(config::coding_environment(&options.home, &config, registry.clone())?);
+        let mut env = config::coding_environment(&options.home, &config, registry.clone())?;
+        env.defaults.config_file = config_path.clone();
+        let env = Arc::new(env);
+        let watch = rein_daemon::config_reload::ConfigWatch::new(
+            &options.home,
+            config_path.clone(),
+            environment,
+        );
         let (events, _) = tokio::sync::broadcast::channel(256);
         let hub = Arc::new(Hub::new(env, config.sessions.clone(), events.clone()));
         let daemon = Arc::new(Daemon::new(options, config, registry, hub.clone(), events));
+        daemon.watch_config(watch);
         hub.spawn_idle_reaper(daemon.shutdown.clone());
         housekeeping::spawn(daemon.clone());
         match &config_path {
@@ -163,6 +170,19 @@ fn raise_open_file_limit() {
         },
         Ok(_) => {}
         Err(error) => tracing::warn!(%error, "cannot read the open-file limit"),
+    }
+}
+
+/// Kills what a crashed daemon's tools left running, then records this daemon's own tool
+/// groups under `run/` (see `rein_coding::process_groups`).
+fn reap_tool_groups(home: &std::path::Path) {
+    let run_dir = home.join("run");
+    let killed = rein_coding::process_groups::reap_leftovers(&run_dir);
+    if killed > 0 {
+        tracing::info!(killed, "cleaned up tool processes of a previous daemon");
+    }
+    if let Err(error) = rein_coding::process_groups::init(&run_dir) {
+        tracing::warn!(%error, "cannot record tool process groups");
     }
 }
 

@@ -44,6 +44,26 @@ pub enum EntryKind {
         /// The new level.
         thinking_level: ThinkingLevel,
     },
+    /// The session's approval policy in force changed from here on.
+    ApprovalPolicyChange {
+        /// The new policy.
+        approval_policy: crate::method::ApprovalPolicy,
+    },
+    /// A run ended: why, and what it was set up with (the trajectory export's `run_info`
+    /// reads the last one on the path).
+    RunEnd {
+        /// The run's id.
+        run_id: String,
+        /// Why it ended.
+        reason: crate::event::EndReason,
+        /// What went wrong, when `reason` is `error`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// Turns the run took.
+        turns: u32,
+        /// What the run was set up with.
+        setup: RunSetup,
+    },
     /// Older context was summarized; the model sees `summary` and the entries from
     /// `first_kept_entry_id` on.
     Compaction {
@@ -99,6 +119,49 @@ pub enum EntryKind {
     #[serde(other)]
     #[schemars(skip)]
     Unknown,
+}
+
+/// What a run was set up with, recorded with its end so a trajectory says exactly what
+/// produced it.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunSetup {
+    /// The rein version that ran it.
+    pub rein_version: String,
+    /// The provider of the model it started with.
+    pub provider: String,
+    /// The model id it started with.
+    pub model: String,
+    /// The limits it ran under (absent ones were unlimited).
+    pub limits: RunSetupLimits,
+    /// SHA-256 (hex) of the system prompt it started with.
+    pub system_prompt_sha256: String,
+    /// SHA-256 (hex) of the configuration files in force: the user's `config.toml`, then the
+    /// trusted project's `.rein/config.toml` files; absent when there were none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_sha256: Option<String>,
+    /// The project's git commit when it started, when the project is a git work tree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_commit: Option<String>,
+    /// Whether the work tree had uncommitted changes when it started (with `git_commit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git_dirty: Option<bool>,
+}
+
+/// The limits of a run as it was set up.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct RunSetupLimits {
+    /// Most turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// Most cost in US dollars.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<f64>,
+    /// Most wall time in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_seconds: Option<u64>,
+    /// Most consecutive turns in which every tool call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_failed_turns: Option<u32>,
 }
 
 /// One repair made while loading a session.
@@ -172,6 +235,25 @@ mod tests {
             EntryKind::Message { message: Message::User(UserMessage::text("hi", 1)) },
             EntryKind::ModelChange { provider: "p".into(), model: "m".into() },
             EntryKind::ThinkingLevelChange { thinking_level: ThinkingLevel::High },
+            EntryKind::ApprovalPolicyChange {
+                approval_policy: crate::method::ApprovalPolicy::AutoEdit,
+            },
+            EntryKind::RunEnd {
+                run_id: "r".into(),
+                reason: crate::event::EndReason::MaxTurns,
+                error: None,
+                turns: 3,
+                setup: RunSetup {
+                    rein_version: "0.1.0".into(),
+                    provider: "p".into(),
+                    model: "m".into(),
+                    limits: RunSetupLimits { max_turns: Some(3), ..RunSetupLimits::default() },
+                    system_prompt_sha256: "ab".into(),
+                    config_sha256: Some("cd".into()),
+                    git_commit: Some("ef".into()),
+                    git_dirty: Some(true),
+                },
+            },
             EntryKind::Compaction {
                 summary: "s".into(),
                 first_kept_entry_id: "x".into(),

@@ -430,6 +430,16 @@ pub enum DaemonEvent {
         /// The session.
         session_id: String,
     },
+    /// The daemon noticed its configuration file changed and read it again. With `error`,
+    /// the file could not be used and the daemon keeps the settings it had.
+    ConfigReloaded {
+        /// The configuration file now in force; absent when there is none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        path: Option<String>,
+        /// What is wrong with the file, when it could not be used.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// The daemon is shutting down.
     ShuttingDown,
     /// The file system holding `REIN_HOME` has less free space than

@@ -213,6 +213,25 @@ pub struct DaemonInfo {
     /// command output files may soon fail for lack of space.
     #[serde(default)]
     pub low_disk_space: bool,
+    /// The configuration file in force; absent when there is none (defaults apply).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_path: Option<String>,
+    /// Why the configuration file could not be (re)loaded; the daemon keeps the settings it
+    /// had. Absent when the file in force loaded cleanly.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_error: Option<String>,
+    /// The model new sessions get when none is named (`provider/model`); absent when no
+    /// model is configured and no provider key is set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_model: Option<String>,
+    /// Names (never values) of the provider API key variables set in the daemon's
+    /// environment.
+    #[serde(default)]
+    pub key_variables: Vec<String>,
+    /// Names of the provider API key variables the configuration uses that are not set in the
+    /// daemon's environment (a client that has one set can offer `rein daemon restart`).
+    #[serde(default)]
+    pub missing_key_variables: Vec<String>,
 }
 
 /// Params naming one session.

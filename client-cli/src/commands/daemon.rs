@@ -1,4 +1,5 @@
-//! `rein daemon start|stop|status`.
+//! `rein daemon start|stop|restart|status`, and the warnings any command gives when the
+//! daemon runs with a broken configuration or without a key the caller has.
 
 use crate::client::{Client, ClientError};
 use crate::commands::exit;
@@ -52,6 +53,56 @@ pub async fn stop(socket: &Path) -> Result<u8, ClientError> {
     Ok(exit::FAILURE)
 }
 
+/// Stops the daemon (when it runs) and starts it again from this process, so it gets this
+/// environment (API keys exported since it started, for instance).
+pub async fn restart(socket: &Path) -> Result<u8, ClientError> {
+    let stopped = stop(socket).await?;
+    if stopped != exit::OK {
+        return Ok(stopped);
+    }
+    start(socket).await
+}
+
+/// What the user should know about the daemon before using it: a configuration file it could
+/// not use, and provider key variables set here that it lacks (with the way to hand them
+/// over). Empty when all is well.
+pub fn warnings(info: &DaemonInfo) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if let Some(error) = &info.config_error {
+        warnings.push(format!(
+            "the daemon could not use its configuration and keeps its previous settings: {}",
+            error.trim_end()
+        ));
+    }
+    let lacking: Vec<&str> = info
+        .missing_key_variables
+        .iter()
+        .map(String::as_str)
+        .filter(|name| std::env::var_os(name).is_some_and(|value| !value.is_empty()))
+        .collect();
+    if !lacking.is_empty() {
+        warnings.push(format!(
+            "{} set in this shell but not in the daemon's environment (it started earlier); \
+             run `rein daemon restart` to restart it with this environment",
+            match lacking.as_slice() {
+                [one] => format!("{one} is"),
+                many => format!("{} are", many.join(", ")),
+            }
+        ));
+    }
+    warnings
+}
+
+/// Prints [`warnings`] to stderr, asking the daemon for its info first. Failing to ask is not
+/// an error: the command that follows will report a daemon that does not answer.
+pub async fn warn(client: &mut Client) {
+    if let Ok(info) = info(client).await {
+        for warning in warnings(&info) {
+            eprintln!("rein: {warning}");
+        }
+    }
+}
+
 /// Prints the daemon's info; exit 1 when it is not running.
 pub async fn status(socket: &Path, as_json: bool) -> Result<u8, ClientError> {
     let mut client = match Client::connect(socket).await {
@@ -86,6 +137,13 @@ pub async fn status(socket: &Path, as_json: bool) -> Result<u8, ClientError> {
         if let Some(free) = info.disk_free_bytes {
             let low = if info.low_disk_space { " (low: below storage.min_free_bytes)" } else { "" };
             println!("  disk free:   {free} bytes{low}");
+        }
+        let config = info.config_path.as_deref().unwrap_or("none (defaults)");
+        println!("  config:      {config}");
+        println!("  model:       {}", info.default_model.as_deref().unwrap_or("none"));
+        println!("  keys:        {}", info.key_variables.join(", "));
+        for warning in warnings(&info) {
+            eprintln!("rein: {warning}");
         }
     }
     Ok(exit::OK)

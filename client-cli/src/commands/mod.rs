@@ -14,8 +14,14 @@ pub mod exit {
     pub const FAILURE: u8 = 1;
     /// The command line was wrong.
     pub const USAGE: u8 = 2;
-    /// A limit (turns, cost, time, failing tools) ended the run.
-    pub const LIMIT: u8 = 3;
+    /// `rein run`: the turn limit ended the run.
+    pub const MAX_TURNS: u8 = 3;
+    /// `rein run`: the cost limit ended the run.
+    pub const COST_LIMIT: u8 = 4;
+    /// `rein run`: the wall-time limit ended the run.
+    pub const TIME_LIMIT: u8 = 5;
+    /// `rein run`: any other limit ended the run (too many failing tool calls in a row).
+    pub const OTHER_LIMIT: u8 = 6;
     /// Events were lost and could not be recovered from the session (`{"type": "gap"}`).
     pub const GAP: u8 = 8;
     /// The run was cancelled (Ctrl-C, or another client).

@@ -44,6 +44,12 @@ pub struct RunArgs {
     /// The most turns (model requests) the run may take.
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
+    /// The most the run may cost, in US dollars.
+    #[arg(long, value_name = "USD", value_parser = parse_cost)]
+    pub max_cost: Option<f64>,
+    /// The most wall time the run may take, in seconds.
+    #[arg(long, value_name = "SECONDS")]
+    pub max_seconds: Option<u64>,
     /// Print every event as one JSON line on stdout instead of text.
     #[arg(long)]
     pub json: bool,
@@ -57,11 +63,19 @@ pub fn exit_code(reason: EndReason) -> u8 {
     match reason {
         EndReason::Completed => exit::OK,
         EndReason::Cancelled => exit::CANCELLED,
-        EndReason::MaxTurns
-        | EndReason::CostLimit
-        | EndReason::TimeLimit
-        | EndReason::ToolFailureLimit => exit::LIMIT,
+        EndReason::MaxTurns => exit::MAX_TURNS,
+        EndReason::CostLimit => exit::COST_LIMIT,
+        EndReason::TimeLimit => exit::TIME_LIMIT,
+        EndReason::ToolFailureLimit => exit::OTHER_LIMIT,
         EndReason::Error => exit::FAILURE,
+    }
+}
+
+/// A cost limit: a finite, non-negative number of US dollars.
+fn parse_cost(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(cost) if cost.is_finite() && cost >= 0.0 => Ok(cost),
+        _ => Err(format!("`{text}` is not a cost in US dollars (e.g. 0.50)")),
     }
 }
 
@@ -114,6 +128,7 @@ pub async fn run(socket: &Path, args: RunArgs) -> Result<u8, ClientError> {
     let mut interrupts = Interrupts::catch()?;
     let mut client = Client::connect_or_start(socket).await?;
     client.initialize(approvals).await?;
+    crate::commands::daemon::warn(&mut client).await;
     let target = match (&args.session, args.continue_) {
         (Some(id), _) => Target::Named(id.clone()),
         (None, true) => Target::Latest,
@@ -135,7 +150,11 @@ pub async fn run(socket: &Path, args: RunArgs) -> Result<u8, ClientError> {
         text: prompt,
         images: Vec::new(),
         when_busy: Some(BusyBehavior::FollowUp),
-        limits: RunLimits { max_turns: args.max_turns, ..RunLimits::default() },
+        limits: RunLimits {
+            max_turns: args.max_turns,
+            max_cost: args.max_cost,
+            max_seconds: args.max_seconds,
+        },
     };
     let started: PromptResult = client.call_as(names::SESSION_PROMPT, params).await?;
     let mut follower = RunFollower {
@@ -358,9 +377,9 @@ mod tests {
         assert_eq!(exit_code(EndReason::Completed), 0);
         assert_eq!(exit_code(EndReason::Error), 1);
         assert_eq!(exit_code(EndReason::MaxTurns), 3);
-        assert_eq!(exit_code(EndReason::CostLimit), 3);
-        assert_eq!(exit_code(EndReason::TimeLimit), 3);
-        assert_eq!(exit_code(EndReason::ToolFailureLimit), 3);
+        assert_eq!(exit_code(EndReason::CostLimit), 4);
+        assert_eq!(exit_code(EndReason::TimeLimit), 5);
+        assert_eq!(exit_code(EndReason::ToolFailureLimit), 6);
         assert_eq!(exit_code(EndReason::Cancelled), 130);
     }
 

@@ -170,6 +170,13 @@ pub fn describe(entry: &SessionEntry) -> String {
         EntryKind::ThinkingLevelChange { thinking_level } => {
             format!("thinking → {}", thinking_level.as_str())
         }
+        EntryKind::ApprovalPolicyChange { approval_policy } => {
+            format!("approval policy → {}", approval_policy.as_str())
+        }
+        EntryKind::RunEnd { reason, turns, .. } => {
+            let reason = serde_json::to_value(reason).unwrap_or_default();
+            format!("run ended: {} after {turns} turns", reason.as_str().unwrap_or("?"))
+        }
         EntryKind::Compaction { tokens_before, .. } => {
             format!("compaction ({tokens_before} tokens before)")
         }

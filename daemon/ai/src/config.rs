@@ -81,11 +81,37 @@ pub struct ModelOverride {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning: Option<bool>,
     /// Dollars per million tokens.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "strict_cost")]
     pub cost: Option<ModelCost>,
     /// Compatibility settings replacing the catalog's (`[providers.NAME.models."ID".compat]`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compat: Option<CompatOverride>,
+}
+
+/// Reads `cost = { ... }` with unknown keys denied, so a misspelled price is an error (the wire
+/// type [`ModelCost`] accepts unknown keys, for compatibility between versions).
+fn strict_cost<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<ModelCost>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct StrictCost {
+        #[serde(default)]
+        input: f64,
+        #[serde(default)]
+        output: f64,
+        #[serde(default)]
+        cache_read: f64,
+        #[serde(default)]
+        cache_write: f64,
+    }
+    let cost = StrictCost::deserialize(deserializer)?;
+    Ok(Some(ModelCost {
+        input: cost.input,
+        output: cost.output,
+        cache_read: cost.cache_read,
+        cache_write: cost.cache_write,
+    }))
 }
 
 /// The configuration could not be used.

@@ -166,6 +166,11 @@ impl Registry {
         })
     }
 
+    /// Reads a variable through the registry's environment (where keys come from).
+    pub fn read_variable(&self, name: &str) -> Option<String> {
+        (self.environment)(name).filter(|value| !value.trim().is_empty())
+    }
+
     /// The configured default model, as `provider/model`.
     pub fn default_model(&self) -> Option<&str> {
         self.default_model.as_deref()

@@ -4,8 +4,9 @@
 //! before calling, and converts back after). Each replacement's `old_text` must match exactly
 //! once. When it matches nowhere, a match that differs only in whitespace (trailing spaces,
 //! indentation, runs of spaces or tabs) is accepted if it is unique. Replacements must not
-//! overlap. Everything is checked before the new text is built, so a failing call changes
-//! nothing. No I/O happens here, which keeps the module easy to test and to fuzz.
+//! overlap. A whitespace-tolerant match has its new text re-indented to the file's
+//! indentation ([`crate::reindent`]), and is refused when that cannot be done safely.
+//! Everything is checked before the new text is built, so a failing call changes nothing. No I/O happens here, which keeps the module easy to test and to fuzz.
 
 use std::fmt;
 
@@ -47,6 +48,9 @@ pub struct AppliedReplacement {
     pub line: usize,
     /// The byte range of the original text that was replaced.
     pub range: std::ops::Range<usize>,
+    /// The text written in its place: the request's `new_text` (LF line endings), re-indented
+    /// to the file when the match was whitespace-tolerant.
+    pub new_text: String,
 }
 
 /// The result of applying all replacements.
@@ -134,6 +138,17 @@ pub enum EditError {
     /// The replacements leave the text as it was.
     #[error("the edits change nothing: each newText equals the text it replaces")]
     NoChange,
+    /// A whitespace-tolerant match whose new text cannot be fitted to the file's indentation.
+    #[error(
+        "edit {}: {source}; quote oldText with the file's exact indentation and write newText          indented the same way",
+        .index + 1
+    )]
+    Indentation {
+        /// Which replacement.
+        index: usize,
+        /// What would break.
+        source: crate::reindent::IndentError,
+    },
 }
 
 /// How many candidate lines an error names at most.
@@ -168,7 +183,22 @@ pub fn apply_replacements(
             return Err(EditError::EmptyOldText { index });
         }
         let (kind, range) = locate(text, &normalized, &old, index)?;
-        applied.push(AppliedReplacement { index, kind, line: line_of(text, range.start), range });
+        let new = replacement.new_text.replace("\r\n", "\n");
+        let (range, new_text) = match kind {
+            MatchKind::Exact => (range, new),
+            MatchKind::Whitespace => {
+                let fitted = crate::reindent::reindent(text, range, &old, &new)
+                    .map_err(|source| EditError::Indentation { index, source })?;
+                (fitted.range, fitted.text)
+            }
+        };
+        applied.push(AppliedReplacement {
+            index,
+            kind,
+            line: line_of(text, range.start),
+            range,
+            new_text,
+        });
     }
 
     let mut order: Vec<&AppliedReplacement> = applied.iter().collect();
@@ -189,7 +219,7 @@ pub fn apply_replacements(
     let mut cursor = 0;
     for a in &order {
         out.push_str(&text[cursor..a.range.start]);
-        out.push_str(&replacements[a.index].new_text.replace("\r\n", "\n"));
+        out.push_str(&a.new_text);
         cursor = a.range.end;
     }
     out.push_str(&text[cursor..]);
@@ -554,8 +584,9 @@ mod tests {
         assert_eq!(out.applied[0].kind, MatchKind::Whitespace);
         assert_eq!(out.applied[0].line, 2);
         assert!(out.used_whitespace_match());
-        // The indented old text replaced the whole first line, indentation included.
-        assert_eq!(out.text, "fn f() {\n    if x {\n        return 2;\n    }\n}\n");
+        // The new text is re-indented from the model's spaces to the file's tabs.
+        assert_eq!(out.text, "fn f() {\n\tif x {\n\t\treturn 2;\n\t}\n}\n");
+        assert_eq!(out.applied[0].new_text, "\tif x {\n\t\treturn 2;\n\t}");
     }
 
     #[test]
@@ -653,12 +684,21 @@ mod tests {
                 &text[applied.range.clone()],
                 &text[applied.range.end..],
             );
-            assert_eq!(out.text, format!("{before}{}{after}", new.replace("\r\n", "\n")));
+            assert_eq!(out.text, format!("{before}{}{after}", applied.new_text));
             let old = old.replace("\r\n", "\n");
+            let new = new.replace("\r\n", "\n");
+            let unindent = |text: &str| -> Vec<String> {
+                text.split('\n').map(|l| l.trim_start_matches([' ', '\t']).to_string()).collect()
+            };
             match applied.kind {
-                MatchKind::Exact => assert_eq!(replaced, old),
+                MatchKind::Exact => {
+                    assert_eq!(replaced, old);
+                    assert_eq!(applied.new_text, new);
+                }
                 MatchKind::Whitespace => {
-                    assert_eq!(Normalized::new(replaced).text, Normalized::new(&old).text)
+                    assert_eq!(Normalized::new(replaced).text, Normalized::new(&old).text);
+                    // Re-indenting changes only the indentation of the new text's lines.
+                    assert_eq!(unindent(&applied.new_text), unindent(&new));
                 }
             }
         }

@@ -8,13 +8,17 @@
 
 pub mod approval;
 pub mod atomic;
+pub mod config_file;
 pub mod edit_match;
 pub mod file_locks;
 pub mod file_tracker;
 pub mod instructions;
 pub mod paths;
+pub mod process_groups;
 pub mod project;
+pub mod project_config;
 pub mod prompt;
+pub mod reindent;
 pub mod session;
 pub mod skills;
 pub mod tools;

@@ -339,7 +339,7 @@ async fn settings_labels_and_names_are_recorded_and_survive_reopening() {
     let state = session.state(0);
     assert_eq!(state.thinking_level, ThinkingLevel::High);
     assert_eq!(state.name.as_deref(), Some("my session"));
-    assert_eq!(state.approval_policy, ApprovalPolicy::Yolo, "reopening uses the default policy");
+    assert_eq!(state.approval_policy, ApprovalPolicy::Ask, "the session keeps its own policy");
     let labels: Vec<_> = session
         .tree()
         .entries

@@ -27,20 +27,58 @@ use crate::summarize::{SummaryModel, request_summary, transcript};
 const IMAGE_TOKENS: u64 = 1_200;
 
 /// When and how much to compact.
+///
+/// The three numbers are ceilings for large windows; each scales down with the model's
+/// context window (see [`CompactionSettings::reserve`], [`CompactionSettings::keep_recent`]
+/// and [`CompactionSettings::summary_tokens`]), so a model with an 8k window compacts only when
+/// its context is really full and keeps a tail that leaves room for more turns.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CompactionSettings {
-    /// Compact automatically when the context passes the window minus this many tokens (never
-    /// less than the request's max output tokens; see [`effective_reserve`]).
+    /// Compact automatically when the context passes the window minus this many tokens (raised
+    /// to the request's max output tokens, and never more than a third of the window).
     pub reserve_tokens: u64,
-    /// Keep roughly this many tokens of the most recent messages verbatim.
+    /// Keep roughly this many tokens of the most recent messages verbatim (never more than a
+    /// quarter of the window).
     pub keep_recent_tokens: u64,
-    /// Most output tokens for the summary request.
+    /// Most output tokens for the summary request (never more than an eighth of the window,
+    /// with a floor of [`MIN_SUMMARY_TOKENS`]).
     pub summary_max_tokens: u64,
 }
 
 impl Default for CompactionSettings {
     fn default() -> Self {
         Self { reserve_tokens: 16_384, keep_recent_tokens: 20_000, summary_max_tokens: 8_192 }
+    }
+}
+
+/// The reserve is at most this fraction (1/N) of the window.
+const RESERVE_WINDOW_DIVISOR: u64 = 3;
+/// The kept tail is at most this fraction (1/N) of the window.
+const KEEP_WINDOW_DIVISOR: u64 = 4;
+/// The summary is at most this fraction (1/N) of the window.
+const SUMMARY_WINDOW_DIVISOR: u64 = 8;
+/// The smallest output budget a summary gets, whatever the window.
+pub const MIN_SUMMARY_TOKENS: u64 = 256;
+
+impl CompactionSettings {
+    /// The reserve for a model: the configured one, raised to the request's max output tokens
+    /// (the answer must fit), capped at a third of the window so small windows keep most of
+    /// their room for the conversation.
+    pub fn reserve(&self, context_window: u64, max_output_tokens: u64) -> u64 {
+        self.reserve_tokens.max(max_output_tokens).min(context_window / RESERVE_WINDOW_DIVISOR)
+    }
+
+    /// How many recent tokens a compaction keeps verbatim for a model: the configured number,
+    /// capped at a quarter of the window.
+    pub fn keep_recent(&self, context_window: u64) -> u64 {
+        self.keep_recent_tokens.min(context_window / KEEP_WINDOW_DIVISOR)
+    }
+
+    /// The summary's output budget for a model: the configured number, capped at an eighth of
+    /// the window but never below [`MIN_SUMMARY_TOKENS`].
+    pub fn summary_tokens(&self, context_window: u64) -> u64 {
+        self.summary_max_tokens
+            .min((context_window / SUMMARY_WINDOW_DIVISOR).max(MIN_SUMMARY_TOKENS))
     }
 }
 
@@ -86,12 +124,6 @@ pub fn context_tokens(messages: &[Message], trust_usage_from: usize) -> u64 {
     }
 }
 
-/// The reserve actually used: the configured one, but never less than the request's max
-/// output tokens (the answer must fit).
-pub fn effective_reserve(reserve_tokens: u64, max_output_tokens: u64) -> u64 {
-    reserve_tokens.max(max_output_tokens)
-}
-
 /// Whether the context has passed the window minus the reserve.
 pub fn should_compact(context_tokens: u64, context_window: u64, reserve: u64) -> bool {
     context_tokens > context_window.saturating_sub(reserve)
@@ -121,14 +153,17 @@ pub fn valid_cuts(messages: &[Message]) -> Vec<bool> {
 
 /// The cut index (messages before it are summarized, from it on kept): the earliest valid cut
 /// that keeps at most `keep_recent_tokens`; when even the shortest valid tail is larger, the
-/// latest valid cut. `None` when no cut summarizes anything.
+/// latest valid cut. A cut never passes the newest user message, so the prompt the model is
+/// answering always reaches it verbatim. `None` when no cut summarizes anything.
 pub fn find_cut_point(messages: &[Message], keep_recent_tokens: u64) -> Option<usize> {
     let cuts = valid_cuts(messages);
     let mut suffix = vec![0_u64; messages.len() + 1];
     for i in (0..messages.len()).rev() {
         suffix[i] = suffix[i + 1] + estimate_tokens(&messages[i]);
     }
-    let mut candidates = (1..=messages.len()).filter(|&i| cuts[i]);
+    let last_cut =
+        messages.iter().rposition(|m| matches!(m, Message::User(_))).unwrap_or(messages.len());
+    let mut candidates = (1..=last_cut).filter(|&i| cuts[i]);
     candidates.clone().find(|&i| suffix[i] <= keep_recent_tokens).or_else(|| candidates.next_back())
 }
 
@@ -252,8 +287,8 @@ impl CompactionJob {
         settings: &CompactionSettings,
         cancel: &CancellationToken,
     ) -> Result<CompactionOutcome, SessionError> {
-        let summary_model =
-            SummaryModel { provider, model, max_tokens: settings.summary_max_tokens, cancel };
+        let max_tokens = settings.summary_tokens(model.context_window);
+        let summary_model = SummaryModel { provider, model, max_tokens, cancel };
         let (summary, usage) = request_summary(summary_model, self.prompt()).await?;
         Ok(CompactionOutcome { job: self, summary, usage })
     }
@@ -307,9 +342,10 @@ impl Session {
         context_tokens(&replay.message_list(), trust_from)
     }
 
-    /// Whether the context has passed the model's window minus the effective reserve.
+    /// Whether the context has passed the model's window minus the reserve
+    /// ([`CompactionSettings::reserve`]).
     pub fn needs_compaction(&self, model: &ModelInfo, settings: &CompactionSettings) -> bool {
-        let reserve = effective_reserve(settings.reserve_tokens, model.max_output_tokens);
+        let reserve = settings.reserve(model.context_window, model.max_output_tokens);
         should_compact(self.context_tokens(), model.context_window, reserve)
     }
 
@@ -398,13 +434,14 @@ impl Session {
         settings: &CompactionSettings,
         cancel: &CancellationToken,
     ) -> Result<Compacted, SessionError> {
-        let job = self.prepare_compaction(reason, instructions, settings.keep_recent_tokens)?;
+        let keep = settings.keep_recent(model.context_window);
+        let job = self.prepare_compaction(reason, instructions, keep)?;
         let outcome = job.summarize(provider, model, settings, cancel).await?;
         self.finish_compaction(outcome)
     }
 
     /// The compaction the layer above runs when the provider rejected a request as too long:
-    /// it keeps at most a quarter of the window verbatim, records the compaction with reason
+    /// it keeps [`CompactionSettings::keep_recent`] tokens verbatim, records the compaction with reason
     /// `overflow`, and returns the messages to retry the request with (once). The failed reply
     /// should not have been appended; if this fails too (for instance `NothingToCompact`), the
     /// run ends with the provider's error.
@@ -415,7 +452,7 @@ impl Session {
         settings: &CompactionSettings,
         cancel: &CancellationToken,
     ) -> Result<Vec<Message>, SessionError> {
-        let keep = settings.keep_recent_tokens.min(model.context_window / 4);
+        let keep = settings.keep_recent(model.context_window);
         let job = self.prepare_compaction(CompactionReason::Overflow, None, keep)?;
         let outcome = job.summarize(provider, model, settings, cancel).await?;
         self.finish_compaction(outcome)?;
@@ -520,8 +557,19 @@ mod tests {
 
     #[test]
     fn threshold_uses_window_minus_reserve_never_below_max_output() {
-        assert_eq!(effective_reserve(100, 4_000), 4_000);
-        assert_eq!(effective_reserve(16_000, 4_000), 16_000);
+        let settings = CompactionSettings::default();
+        // Large windows: the configured reserve, raised to the max output tokens.
+        assert_eq!(settings.reserve(200_000, 4_000), 16_384);
+        assert_eq!(settings.reserve(200_000, 64_000), 64_000);
+        // Small windows: at most a third of the window, so the threshold is never 0.
+        assert_eq!(settings.reserve(8_192, 16_384), 2_730);
+        assert_eq!(settings.reserve(4_096, 4_096), 1_365);
+        // The kept tail and the summary scale down too.
+        assert_eq!(settings.keep_recent(200_000), 20_000);
+        assert_eq!(settings.keep_recent(8_192), 2_048);
+        assert_eq!(settings.summary_tokens(200_000), 8_192);
+        assert_eq!(settings.summary_tokens(8_192), 1_024);
+        assert_eq!(settings.summary_tokens(1_000), MIN_SUMMARY_TOKENS);
         assert!(!should_compact(84_000, 100_000, 16_000));
         assert!(should_compact(84_001, 100_000, 16_000));
         assert!(should_compact(1, 100, 1_000));
@@ -536,13 +584,14 @@ mod tests {
         assert_eq!(find_cut_point(&messages, 150), Some(6));
         // Budget 350 fits u1..a2 (100 + 1 + 100 + 100 + 1 tokens) but not r0 (not a cut anyway).
         assert_eq!(find_cut_point(&messages, 350), Some(3));
-        // A tiny budget keeps nothing.
-        assert_eq!(find_cut_point(&messages, 0), Some(8));
-        // A pending call at the end: the only cuts are before it.
+        // A tiny budget still keeps the newest user message and what follows it.
+        assert_eq!(find_cut_point(&messages, 0), Some(6));
+        // A pending call at the end: the only cuts are before it, and none may pass the
+        // newest user message, so there is nothing to summarize.
         let pending = vec![user_text(400, "q"), assistant("a", &["c"]).message];
         assert_eq!(valid_cuts(&pending), [true, true, false]);
-        assert_eq!(find_cut_point(&pending, 0), Some(1));
-        assert_eq!(find_cut_point(&[user_text(8, "x")], 1_000), Some(1));
+        assert_eq!(find_cut_point(&pending, 0), None);
+        assert_eq!(find_cut_point(&[user_text(8, "x")], 1_000), None);
         assert_eq!(find_cut_point(&[], 1_000), None);
     }
 

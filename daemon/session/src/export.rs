@@ -1,6 +1,8 @@
 //! Export of the active path: a readable Markdown transcript, and a JSONL trajectory (one
 //! message per line, then a run-info line) for tools and training pipelines.
 
+use rein_protocol::entry::RunSetupLimits;
+use rein_protocol::event::EndReason;
 use rein_protocol::message::{ContentBlock, Message, StopReason, Usage};
 use rein_protocol::{EntryKind, SessionEntry};
 use serde::Serialize;
@@ -17,8 +19,29 @@ pub struct RunInfo {
     pub kind: &'static str,
     /// The session.
     pub session_id: String,
-    /// Why the run ended: given by the caller, else the last assistant message's stop reason.
+    /// Why the run ended: given by the caller, else `end_reason`, else (a file with no
+    /// recorded run end) the last assistant message's stop reason.
     pub exit_reason: Option<String>,
+    /// How the last run on the path ended, as recorded when it ended: `completed`,
+    /// `max_turns`, `cost_limit`, `time_limit`, `tool_failure_limit`, `cancelled` or `error`;
+    /// null when no run ended on the path (the daemon stopped mid-run).
+    pub end_reason: Option<EndReason>,
+    /// What went wrong, when `end_reason` is `error`.
+    pub error: Option<String>,
+    /// The rein version that ran the last run.
+    pub rein_version: Option<String>,
+    /// The provider the last run started with.
+    pub provider: Option<String>,
+    /// The limits the last run ran under.
+    pub limits: Option<RunSetupLimits>,
+    /// SHA-256 (hex) of the system prompt the last run started with.
+    pub system_prompt_sha256: Option<String>,
+    /// SHA-256 (hex) of the configuration files in force for the last run.
+    pub config_sha256: Option<String>,
+    /// The project's git commit when the last run started (git work trees only).
+    pub git_commit: Option<String>,
+    /// Whether that work tree had uncommitted changes.
+    pub git_dirty: Option<bool>,
     /// Assistant messages on the path (model calls).
     pub steps: u64,
     /// What the path's model calls cost, in US dollars (`usage.cost.total`).
@@ -49,6 +72,14 @@ fn stop_reason_text(reason: StopReason) -> &'static str {
     }
 }
 
+/// The wire name of an end reason (`max_turns`, ...).
+fn end_reason_text(reason: EndReason) -> String {
+    serde_json::to_value(reason)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
 impl Session {
     /// Usage summed over every model call recorded in the file, on every branch: assistant
     /// messages plus the compaction and branch-summary requests.
@@ -72,23 +103,45 @@ impl Session {
         let mut usage = Usage::default();
         let mut steps = 0;
         let mut last_stop = None;
+        let mut last_run = None;
         for entry in self.tree().active_path() {
-            if let EntryKind::Message { message: Message::Assistant(assistant) } = &entry.kind {
-                steps += 1;
-                usage.add(&assistant.usage);
-                last_stop = Some(assistant.stop_reason);
+            match &entry.kind {
+                EntryKind::Message { message: Message::Assistant(assistant) } => {
+                    steps += 1;
+                    usage.add(&assistant.usage);
+                    last_stop = Some(assistant.stop_reason);
+                }
+                EntryKind::RunEnd { reason, error, setup, .. } => {
+                    last_run = Some((*reason, error.clone(), setup.clone()));
+                }
+                _ => {}
             }
         }
+        let end_reason = last_run.as_ref().map(|(reason, _, _)| *reason);
+        let (error, setup) = match last_run {
+            Some((_, error, setup)) => (error, Some(setup)),
+            None => (None, None),
+        };
         RunInfo {
             kind: "run_info",
             session_id: self.id().to_string(),
             exit_reason: exit_reason
                 .map(str::to_string)
+                .or_else(|| end_reason.map(|r| end_reason_text(r).to_string()))
                 .or_else(|| last_stop.map(|r| stop_reason_text(r).to_string())),
+            end_reason,
+            error,
             steps,
             cost: usage.cost.total,
             usage,
             model: self.replay().model.map(|m| m.to_string()),
+            rein_version: setup.as_ref().map(|s| s.rein_version.clone()),
+            provider: setup.as_ref().map(|s| s.provider.clone()),
+            limits: setup.as_ref().map(|s| s.limits.clone()),
+            system_prompt_sha256: setup.as_ref().map(|s| s.system_prompt_sha256.clone()),
+            config_sha256: setup.as_ref().and_then(|s| s.config_sha256.clone()),
+            git_commit: setup.as_ref().and_then(|s| s.git_commit.clone()),
+            git_dirty: setup.as_ref().and_then(|s| s.git_dirty),
         }
     }
 
@@ -161,6 +214,9 @@ fn markdown_entry(out: &mut String, entry: &SessionEntry) {
         }
         EntryKind::ThinkingLevelChange { thinking_level } => {
             out.push_str(&format!("\n*Thinking level set to {}.*\n", thinking_level.as_str()));
+        }
+        EntryKind::ApprovalPolicyChange { approval_policy } => {
+            out.push_str(&format!("\n*Approval policy set to {}.*\n", approval_policy.as_str()));
         }
         _ => {}
     }

@@ -2,6 +2,7 @@
 
 use rein_protocol::entry::RepairAction;
 use rein_protocol::message::{ContentBlock, Message, UserMessage};
+use rein_protocol::method::ApprovalPolicy;
 use rein_protocol::model::{ModelRef, ThinkingLevel};
 use rein_protocol::{EntryKind, SessionEntry};
 use time::OffsetDateTime;
@@ -41,6 +42,8 @@ pub struct Replay {
     pub model: Option<ModelRef>,
     /// The thinking level in force (the last thinking-level change on the path).
     pub thinking_level: Option<ThinkingLevel>,
+    /// The approval policy in force (the last approval-policy change on the path).
+    pub approval_policy: Option<ApprovalPolicy>,
     /// The last compaction on the path.
     pub compaction: Option<CompactionInForce>,
     /// The messages the next request sends: the compaction summary (as a user message) first,
@@ -60,6 +63,7 @@ impl Replay {
 pub fn replay(path: &[&SessionEntry]) -> Replay {
     let mut model = None;
     let mut thinking_level = None;
+    let mut approval_policy = None;
     let mut compaction_at = None;
     for (i, entry) in path.iter().enumerate() {
         match &entry.kind {
@@ -68,6 +72,9 @@ pub fn replay(path: &[&SessionEntry]) -> Replay {
             }
             EntryKind::ThinkingLevelChange { thinking_level: level } => {
                 thinking_level = Some(*level);
+            }
+            EntryKind::ApprovalPolicyChange { approval_policy: policy } => {
+                approval_policy = Some(*policy);
             }
             EntryKind::Compaction { .. } => compaction_at = Some(i),
             _ => {}
@@ -83,6 +90,7 @@ pub fn replay(path: &[&SessionEntry]) -> Replay {
         path: path.iter().map(|e| e.id.clone()).collect(),
         model,
         thinking_level,
+        approval_policy,
         compaction,
         messages,
     }

@@ -7,6 +7,7 @@ use std::sync::atomic::AtomicBool;
 
 use rein_protocol::entry::RepairAction;
 use rein_protocol::message::Message;
+use rein_protocol::method::ApprovalPolicy;
 use rein_protocol::model::{ModelRef, ThinkingLevel};
 use rein_protocol::{EntryKind, SessionEntry};
 
@@ -226,6 +227,14 @@ impl Session {
         thinking_level: ThinkingLevel,
     ) -> Result<SessionEntry, SessionError> {
         self.append(EntryKind::ThinkingLevelChange { thinking_level })
+    }
+
+    /// Records an approval-policy change.
+    pub fn set_approval_policy(
+        &mut self,
+        approval_policy: ApprovalPolicy,
+    ) -> Result<SessionEntry, SessionError> {
+        self.append(EntryKind::ApprovalPolicyChange { approval_policy })
     }
 
     /// Names the session (`None` clears the name).

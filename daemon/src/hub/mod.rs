@@ -174,7 +174,7 @@ pub fn coding_error(error: CodingError) -> RpcError {
 
 /// Every loaded session.
 pub struct Hub {
-    env: Arc<CodingEnvironment>,
+    env: Mutex<Arc<CodingEnvironment>>,
     settings: SessionsConfig,
     sessions: Mutex<HashMap<String, Arc<LoadedSession>>>,
     /// One lock per session id being loaded, so two clients opening one session share one
@@ -197,7 +197,7 @@ impl Hub {
         daemon_events: broadcast::Sender<DaemonEvent>,
     ) -> Self {
         Self {
-            env,
+            env: Mutex::new(env),
             settings,
             sessions: Mutex::new(HashMap::new()),
             loads: Mutex::new(HashMap::new()),
@@ -205,9 +205,19 @@ impl Hub {
         }
     }
 
-    /// The shared coding environment.
-    pub fn env(&self) -> &Arc<CodingEnvironment> {
-        &self.env
+    /// The shared coding environment as of now (a configuration reload replaces it).
+    pub fn env(&self) -> Arc<CodingEnvironment> {
+        Arc::clone(&lock(&self.env))
+    }
+
+    /// Puts a reloaded configuration in force: new sessions get `env`, and every loaded
+    /// session takes its providers and defaults for its next request.
+    pub fn reconfigure(&self, env: Arc<CodingEnvironment>) {
+        *lock(&self.env) = Arc::clone(&env);
+        let loaded: Vec<Arc<LoadedSession>> = lock(&self.sessions).values().cloned().collect();
+        for session in loaded {
+            session.session.reconfigure(CodingEnvironment::clone(&env));
+        }
     }
 
     /// Sessions loaded now.
@@ -279,7 +289,7 @@ impl Hub {
     ) -> Result<Arc<LoadedSession>, RpcError> {
         let wiring = self.wiring();
         let gate: Arc<dyn ApprovalGate> = wiring.approvers.clone();
-        let env = CodingEnvironment::clone(&self.env);
+        let env = CodingEnvironment::clone(&self.env());
         let sink = wiring.sink.clone();
         let session = off_the_workers(move || CodingSession::create(env, params, sink, gate))
             .await?
@@ -320,7 +330,7 @@ impl Hub {
     async fn load(&self, session_id: &str) -> Result<Arc<LoadedSession>, RpcError> {
         let wiring = self.wiring();
         let gate: Arc<dyn ApprovalGate> = wiring.approvers.clone();
-        let env = CodingEnvironment::clone(&self.env);
+        let env = CodingEnvironment::clone(&self.env());
         let sink = wiring.sink.clone();
         let id = session_id.to_string();
         let session =
@@ -377,7 +387,7 @@ impl Hub {
         if self.loaded(session_id).is_some() {
             self.close(session_id).await?;
         }
-        self.env
+        self.env()
             .store
             .delete(session_id)
             .map_err(|error| RpcError::new(error.kind(), error.to_string()))?;
@@ -391,7 +401,7 @@ impl Hub {
     /// with what could not be read.
     pub fn list(&self, cwd: Option<&str>) -> Result<ListSessionsResult, RpcError> {
         let mut listing = self
-            .env
+            .env()
             .store
             .list_with_errors(cwd)
             .map_err(|error| RpcError::new(error.kind(), error.to_string()))?;

@@ -55,6 +55,12 @@ pub async fn info(_: Empty, connection: Arc<ConnectionContext>) -> Result<Daemon
         &daemon.options.home,
         daemon.config.storage.min_free_bytes,
     );
+    let (config_path, config_error) = daemon.config_status();
+    let registry = daemon.hub.env().registry.clone();
+    let (key_variables, missing_key_variables) = registry
+        .key_variables()
+        .into_iter()
+        .partition(|name| registry.read_variable(name).is_some());
     Ok(DaemonInfo {
         version: DAEMON_VERSION.to_string(),
         protocol_version: PROTOCOL_VERSION,
@@ -66,6 +72,11 @@ pub async fn info(_: Empty, connection: Arc<ConnectionContext>) -> Result<Daemon
         connections: daemon.connections(),
         disk_free_bytes,
         low_disk_space,
+        config_path: config_path.map(|path| path.display().to_string()),
+        config_error,
+        default_model: registry.effective_default_model(),
+        key_variables,
+        missing_key_variables,
     })
 }
 
@@ -86,7 +97,7 @@ pub async fn models(
     _: Empty,
     connection: Arc<ConnectionContext>,
 ) -> Result<ModelsResult, RpcError> {
-    let registry = &connection.daemon.registry;
+    let registry = connection.daemon.hub.env().registry.clone();
     Ok(ModelsResult {
         default_model: registry.effective_default_model(),
         models: registry.models(),

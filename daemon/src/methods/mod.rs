@@ -108,6 +108,7 @@ where
             let handler = handler.clone();
             async move {
                 let connection = connection(&extensions)?;
+                connection.daemon.reload_config_if_changed();
                 let params = parse_params::<P>(params.as_str()).map_err(ErrorObjectOwned::from)?;
                 let caller = identity(&connection);
                 clients::on_behalf_of(caller, handler(params, connection))

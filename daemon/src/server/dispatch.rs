@@ -489,7 +489,7 @@ mod tests {
 
     fn daemon(home: &std::path::Path) -> Arc<Daemon> {
         let config = Config::default();
-        let registry = Arc::new(Registry::new(config.providers.clone()).unwrap());
+        let registry = Arc::new(Registry::new(config.providers_config()).unwrap());
         let env = Arc::new(coding_environment(home, &config, registry.clone()).unwrap());
         let (events, _) = tokio::sync::broadcast::channel(8);
         let hub = Arc::new(Hub::new(env, config.sessions.clone(), events.clone()));

@@ -5,8 +5,8 @@
 //!
 //! - a success replaces exactly the reported ranges (in bounds, on character boundaries, not
 //!   overlapping), each exact match is the only occurrence of its `oldText` and each
-//!   whitespace-tolerant one equals it once whitespace is folded, and the reported line
-//!   numbers are right;
+//!   whitespace-tolerant one equals it once whitespace is folded, the text written for it
+//!   differs from its `newText` only in indentation, and the reported line numbers are right;
 //! - each error is true: `NotFound` means no exact occurrence, an exact `Ambiguous` means
 //!   that many occurrences, `EmptyOldText` an empty `oldText`, `NoChange` an unchanged text.
 
@@ -46,6 +46,8 @@ pub fn check(data: &[u8]) {
                 match applied.kind {
                     MatchKind::Exact => {
                         assert_eq!(found, old, "an exact match is not the old text");
+                        let new = replacements[position].new_text.replace("\r\n", "\n");
+                        assert_eq!(applied.new_text, new, "an exact match's text was changed");
                         assert_eq!(occurrences(file, &old), 1, "an exact match is not unique");
                     }
                     MatchKind::Whitespace => {
@@ -55,6 +57,12 @@ pub fn check(data: &[u8]) {
                             "whitespace match with an exact one"
                         );
                         assert_eq!(fold(found), fold(&old), "a whitespace match differs in more");
+                        let new = replacements[position].new_text.replace("\r\n", "\n");
+                        assert_eq!(
+                            unindent(&applied.new_text),
+                            unindent(&new),
+                            "re-indenting changed more than indentation"
+                        );
                     }
                 }
                 assert_eq!(applied.line, file[..range.start].matches('\n').count() + 1);
@@ -66,7 +74,7 @@ pub fn check(data: &[u8]) {
             for (range, position) in &ranges {
                 assert!(range.start >= cursor, "replacements overlap");
                 rebuilt.push_str(&file[cursor..range.start]);
-                rebuilt.push_str(&replacements[*position].new_text.replace("\r\n", "\n"));
+                rebuilt.push_str(&outcome.applied[*position].new_text);
                 cursor = range.end;
             }
             rebuilt.push_str(&file[cursor..]);
@@ -92,7 +100,16 @@ pub fn check(data: &[u8]) {
         }
         Err(EditError::Overlap { first, second, .. }) => assert_ne!(first, second),
         Err(EditError::NoChange) => {}
+        Err(EditError::Indentation { index, .. }) => {
+            let old = replacements[index].old_text.replace("\r\n", "\n");
+            assert_eq!(occurrences(file, &old), 0, "re-indentation refused for an exact match");
+        }
     }
+}
+
+/// The lines with their leading spaces and tabs removed (what re-indenting may change).
+fn unindent(text: &str) -> Vec<&str> {
+    text.split('\n').map(|line| line.trim_start_matches([' ', '\t'])).collect()
 }
 
 /// Occurrences of `needle` in `haystack`, overlapping ones included.

@@ -192,6 +192,11 @@ pub fn daemon_info() -> DaemonInfo {
         connections: 3,
         disk_free_bytes: Some(48_318_382_080),
         low_disk_space: false,
+        config_path: Some("/home/ada/.local/share/rein/config.toml".into()),
+        config_error: None,
+        default_model: Some("anthropic/claude-sonnet-4-5".into()),
+        key_variables: vec!["ANTHROPIC_API_KEY".into()],
+        missing_key_variables: vec!["OPENAI_API_KEY".into(), "OPENROUTER_API_KEY".into()],
     }
 }
 
@@ -672,6 +677,10 @@ pub fn daemon_events() -> Vec<DaemonEvent> {
             path: "/home/ada/.local/share/rein".into(),
             free_bytes: 120_586_240,
             threshold_bytes: 268_435_456,
+        },
+        DaemonEvent::ConfigReloaded {
+            path: Some("/home/ada/.local/share/rein/config.toml".into()),
+            error: None,
         },
         DaemonEvent::ShuttingDown,
     ]

@@ -65,6 +65,12 @@ impl PromptContext {
         self.sources.trusted
     }
 
+    /// The trusted project's `.rein/config.toml` files, outermost first (none when the
+    /// project is not trusted).
+    pub(crate) fn project_config_files(&self) -> Vec<std::path::PathBuf> {
+        self.context.project_config.clone()
+    }
+
     /// Project files left out of the prompt.
     pub(crate) fn excluded(&self) -> Vec<ExcludedFile> {
         self.context.excluded.clone()

@@ -51,6 +51,8 @@ pub struct SessionDefaults {
     /// How long a waiting approval request outlives the last client that could answer it
     /// before it is denied (`approvals.grace_secs`).
     pub approval_grace: Duration,
+    /// The user's configuration file in force, if any (its hash goes into each run's record).
+    pub config_file: Option<PathBuf>,
 }
 
 /// The default of [`SessionDefaults::approval_grace`].
@@ -66,6 +68,7 @@ impl Default for SessionDefaults {
             bash: BashSettings::default(),
             extra_prompt_sections: Vec::new(),
             approval_grace: DEFAULT_APPROVAL_GRACE,
+            config_file: None,
         }
     }
 }

@@ -45,6 +45,9 @@ pub enum CodingError {
     /// The agent harness refused.
     #[error(transparent)]
     Harness(HarnessError),
+    /// The project's `.rein/config.toml` cannot be used.
+    #[error(transparent)]
+    ProjectConfig(#[from] crate::project_config::ProjectConfigError),
 }
 
 impl From<HarnessError> for CodingError {
@@ -71,6 +74,7 @@ impl CodingError {
             Self::Io(_) => ErrorKind::Io,
             Self::Harness(HarnessError::Busy) => ErrorKind::SessionBusy,
             Self::Harness(_) => ErrorKind::Internal,
+            Self::ProjectConfig(_) => ErrorKind::InvalidRequest,
         }
     }
 }

@@ -44,7 +44,7 @@ impl CodingSession {
                 let summary_model = SummaryModel {
                     provider: provider.as_ref(),
                     model: &model,
-                    max_tokens: self.env.defaults.compaction.summary_max_tokens,
+                    max_tokens: self.env().defaults.compaction.summary_max_tokens,
                     cancel: &operation.cancel,
                 };
                 let (summary, usage) = request_summary(summary_model, prompt).await?;
@@ -67,7 +67,7 @@ impl CodingSession {
         if let Some(reference) = replay.model
             && reference != lock(&self.model).reference
         {
-            let slot = ModelSlot::resolve(&self.env.registry, Some(&reference.to_string()));
+            let slot = ModelSlot::resolve(&self.env().registry, Some(&reference.to_string()));
             self.apply_model(slot);
             self.emit(SessionEvent::ModelChanged { model: reference });
         }
@@ -89,7 +89,7 @@ impl CodingSession {
     ) -> Result<CompactResult, CodingError> {
         let operation = self.begin(Operation::Compaction)?;
         let (provider, model) = lock(&self.model).usable()?;
-        let keep = self.env.defaults.compaction.keep_recent_tokens;
+        let keep = self.env().defaults.compaction.keep_recent(model.context_window);
         let compacted = self
             .run_compaction(
                 CompactionReason::Manual,
@@ -116,7 +116,7 @@ impl CodingSession {
     /// Copies the root-to-entry path ending at `entry_id` into a new session file (same
     /// project) and returns its id; the daemon opens it like any other.
     pub async fn fork(&self, entry_id: &str) -> Result<String, CodingError> {
-        let fork = self.journal.read(|file| self.env.store.fork(file, entry_id))??;
+        let fork = self.journal.read(|file| self.env().store.fork(file, entry_id))??;
         Ok(fork.id().to_string())
     }
 

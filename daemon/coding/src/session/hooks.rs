@@ -175,12 +175,12 @@ impl CodingSession {
     /// returns the history to continue with.
     async fn compact_at_threshold(&self) -> Option<Vec<Message>> {
         let (provider, model) = lock(&self.model).usable().ok()?;
-        let settings = &self.env.defaults.compaction;
+        let settings = &self.env().defaults.compaction.clone();
         let needed = self.journal.read(|file| file.needs_compaction(&model, settings)).ok()?;
         if !needed {
             return None;
         }
-        let keep = settings.keep_recent_tokens;
+        let keep = settings.keep_recent(model.context_window);
         let cancel = CancellationToken::new();
         match self
             .run_compaction(CompactionReason::Threshold, None, keep, provider, &model, &cancel)
@@ -194,14 +194,14 @@ impl CodingSession {
         }
     }
 
-    /// After the provider rejected a request as too long: compacts, keeping at most a quarter
-    /// of the window verbatim (the rule of `Session::recover_from_overflow`, done here in
+    /// After the provider rejected a request as too long: compacts, keeping the window-scaled
+    /// tail verbatim (the rule of `Session::recover_from_overflow`, done here in
     /// steps so the file is not locked during the model call), and returns the history to
     /// retry with.
     async fn recover_from_overflow(&self) -> Option<Vec<Message>> {
         self.pump.catch_up().await;
         let (provider, model) = lock(&self.model).usable().ok()?;
-        let keep = self.env.defaults.compaction.keep_recent_tokens.min(model.context_window / 4);
+        let keep = self.env().defaults.compaction.keep_recent(model.context_window);
         let cancel = CancellationToken::new();
         match self
             .run_compaction(CompactionReason::Overflow, None, keep, provider, &model, &cancel)
@@ -233,7 +233,7 @@ impl CodingSession {
         let tokens_before = job.tokens_before();
         self.emit(SessionEvent::CompactionStart { reason });
         let report = CompactionReport { session: self, reason, tokens_before, done: false };
-        let settings = &self.env.defaults.compaction;
+        let settings = &self.env().defaults.compaction.clone();
         let recorded = match job.summarize(provider.as_ref(), model, settings, cancel).await {
             Ok(outcome) => self.journal.write(|file| file.finish_compaction(outcome)),
             Err(error) => Err(error.into()),
@@ -289,7 +289,7 @@ impl CodingSession {
         }
         let pending = PendingApproval { session: self, request_id };
         let mut answer = answer;
-        let grace = self.env.defaults.approval_grace;
+        let grace = self.env().defaults.approval_grace;
         let answer = tokio::select! {
             answer = &mut answer => answer.ok(),
             () = call.cancel.cancelled() => None,

@@ -65,10 +65,11 @@ mod hooks;
 mod journal;
 mod model;
 mod pump;
+mod run_record;
 mod shell;
 mod unsaved;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use rein_agent::{Harness, HarnessConfig, PromptReceipt, RunLimits};
@@ -86,6 +87,7 @@ use tokio_util::sync::CancellationToken;
 use crate::approval::{ApprovalAnswer, Approvals};
 use crate::file_tracker::FileTracker;
 use crate::project::ContextSources;
+use crate::project_config::ProjectConfig;
 use crate::tools::{ToolContext, coding_tools};
 use context::PromptContext;
 use journal::Journal;
@@ -143,7 +145,7 @@ impl Drop for OperationGuard<'_> {
 pub struct CodingSession {
     id: String,
     cwd: String,
-    env: CodingEnvironment,
+    env: Mutex<CodingEnvironment>,
     harness: Harness,
     journal: Arc<Journal>,
     pump: EventPump,
@@ -153,7 +155,8 @@ pub struct CodingSession {
     policy: Mutex<ApprovalPolicy>,
     model: Mutex<ModelSlot>,
     prompt: Mutex<PromptContext>,
-    tool_context: ToolContext,
+    run_setup: run_record::SetupSlot,
+    tool_context: Mutex<ToolContext>,
     operation: Mutex<Option<ActiveOperation>>,
     shell: shell::ShellSlot,
     me: Weak<CodingSession>,
@@ -162,6 +165,16 @@ pub struct CodingSession {
 impl std::fmt::Debug for CodingSession {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CodingSession").field("id", &self.id).field("cwd", &self.cwd).finish()
+    }
+}
+
+/// Where a session in `cwd` finds its project context, with the project's trust as now.
+fn context_sources(env: &CodingEnvironment, cwd: &str) -> ContextSources {
+    ContextSources {
+        cwd: PathBuf::from(cwd),
+        global_dir: Some(env.global_dir.clone()),
+        global_skills_dir: Some(env.global_skills_dir.clone()),
+        trusted: env.trust.is_trusted(Path::new(cwd)),
     }
 }
 
@@ -189,9 +202,15 @@ impl CodingSession {
         if let Some(name) = params.name.clone() {
             file.set_name(Some(name))?;
         }
-        let model = ModelSlot::resolve(&env.registry, params.model.as_deref());
+        let project =
+            ProjectConfig::load(&context_sources(&env, &params.cwd).load().project_config)?;
+        let model =
+            ModelSlot::resolve(&env.registry, params.model.as_deref().or(project.model.as_deref()));
         let thinking = params.thinking_level.unwrap_or(env.defaults.thinking_level);
-        let policy = params.approval_policy.unwrap_or(env.defaults.approval_policy);
+        let policy = params
+            .approval_policy
+            .or(project.approval_policy)
+            .unwrap_or(env.defaults.approval_policy);
         let session = Self::load(env, file, model, thinking, policy, sink, gate)?;
         session.record_settings()?;
         Ok(session)
@@ -217,7 +236,7 @@ impl CodingSession {
         let reference = replay.model.map(|model| model.to_string());
         let model = ModelSlot::resolve(&env.registry, reference.as_deref());
         let thinking = replay.thinking_level.unwrap_or(env.defaults.thinking_level);
-        let policy = env.defaults.approval_policy;
+        let policy = replay.approval_policy.unwrap_or(env.defaults.approval_policy);
         Self::load(env, file, model, thinking, policy, sink, gate)
     }
 
@@ -243,12 +262,7 @@ impl CodingSession {
             output_dir: crate::tools::spill::session_dir(&env.output_dir, &id),
         };
         let tools = coding_tools(tool_context.clone());
-        let sources = ContextSources {
-            cwd: PathBuf::from(&cwd),
-            global_dir: Some(env.global_dir.clone()),
-            global_skills_dir: Some(env.global_skills_dir.clone()),
-            trusted: env.trust.is_trusted(&PathBuf::from(&cwd)),
-        };
+        let sources = context_sources(&env, &cwd);
         let prompt =
             PromptContext::load(sources, tools.clone(), env.defaults.extra_prompt_sections.clone());
         let mut config = HarnessConfig::new(model.harness_provider(), model.info.clone());
@@ -267,11 +281,18 @@ impl CodingSession {
                     session.harness.cancel_all();
                 }
             });
-            let pump = EventPump::start(&harness, Arc::clone(&journal), sink.clone(), on_failure);
+            let run_setup = run_record::SetupSlot::default();
+            let pump = EventPump::start(
+                &harness,
+                Arc::clone(&journal),
+                sink.clone(),
+                on_failure,
+                run_setup.clone(),
+            );
             CodingSession {
                 id,
                 cwd,
-                env,
+                env: Mutex::new(env),
                 harness,
                 journal,
                 pump,
@@ -281,7 +302,8 @@ impl CodingSession {
                 policy: Mutex::new(policy),
                 model: Mutex::new(model),
                 prompt: Mutex::new(prompt),
-                tool_context,
+                run_setup,
+                tool_context: Mutex::new(tool_context),
                 operation: Mutex::new(None),
                 shell: shell::ShellSlot::default(),
                 me: me.clone(),
@@ -297,6 +319,34 @@ impl CodingSession {
     /// The project directory.
     pub fn cwd(&self) -> &str {
         &self.cwd
+    }
+
+    /// The daemon-wide environment as of now (a configuration reload replaces it).
+    fn env(&self) -> CodingEnvironment {
+        lock(&self.env).clone()
+    }
+
+    /// Puts a reloaded configuration in force: providers and models (the session's model is
+    /// resolved again, so a provider or key that appeared makes it usable), session defaults
+    /// and the variables hidden from tools. Applies from the next request.
+    pub fn reconfigure(&self, env: CodingEnvironment) {
+        let hidden_changed = env.defaults.bash != lock(&self.env).defaults.bash;
+        *lock(&self.env) = env.clone();
+        if hidden_changed {
+            let context = {
+                let mut context = lock(&self.tool_context);
+                context.bash = env.defaults.bash.clone();
+                context.clone()
+            };
+            let tools = coding_tools(context);
+            match self.harness.set_tools(tools.clone()) {
+                Ok(()) => self.harness.set_system_prompt(lock(&self.prompt).set_tools(tools)),
+                Err(error) => tracing::error!(%error, "could not replace the tools"),
+            }
+        }
+        let reference = lock(&self.model).reference.to_string();
+        let reference = (!reference.trim_matches('/').is_empty()).then_some(reference);
+        self.apply_model(ModelSlot::resolve(&env.registry, reference.as_deref()));
     }
 
     fn emit(&self, event: SessionEvent) {
@@ -396,7 +446,8 @@ impl CodingSession {
     /// it or queues the prompt as a follow-up. Returns at once; progress arrives as events.
     pub async fn prompt(&self, params: PromptParams) -> Result<PromptResult, CodingError> {
         let content = user_content(params.text, params.images)?;
-        let limits = self.env.defaults.limits.clone().with_overrides(&params.limits);
+        let limits = self.project_config()?.limits(&self.env().defaults.limits);
+        let limits = limits.with_overrides(&params.limits);
         let receipt = self.submit(content, Some(limits), params.when_busy)?;
         Ok(PromptResult { run_id: receipt.id, disposition: receipt.disposition })
     }
@@ -432,6 +483,11 @@ impl CodingSession {
     ) -> Result<PromptReceipt, CodingError> {
         // A closed session refuses before anything else is checked.
         self.journal.read(|_| ())?;
+        // Captured before the operation lock is taken: it asks git, which may take a moment.
+        let setup = (!self.harness.is_running()).then(|| {
+            let effective = limits.clone().unwrap_or_else(|| self.harness.limits());
+            self.capture_setup(&effective)
+        });
         // Held while the harness decides, so no operation starts between the check and the
         // run.
         let operation = self.operation();
@@ -442,6 +498,9 @@ impl CodingSession {
         if !running {
             lock(&self.model).usable()?;
             self.record_settings()?;
+            let effective = limits.clone().unwrap_or_else(|| self.harness.limits());
+            let setup = setup.unwrap_or_else(|| self.capture_setup(&effective));
+            self.run_setup.set(setup);
         }
         let receipt = match when_busy {
             None => {
@@ -455,8 +514,23 @@ impl CodingSession {
         Ok(receipt)
     }
 
-    /// Records the model and thinking level in force on the active path when it does not
-    /// already, so reopening the session (or this branch of it) finds them.
+    /// What a run starting now is set up with (recorded with its end).
+    fn capture_setup(&self, limits: &RunLimits) -> rein_protocol::entry::RunSetup {
+        let model = lock(&self.model).reference.clone();
+        let mut config_files: Vec<PathBuf> =
+            self.env().defaults.config_file.iter().cloned().collect();
+        config_files.extend(lock(&self.prompt).project_config_files());
+        run_record::capture(&run_record::SetupInputs {
+            model: &model,
+            limits,
+            system_prompt: &self.harness.system_prompt(),
+            config_files: &config_files,
+            cwd: Path::new(&self.cwd),
+        })
+    }
+
+    /// Records the model, thinking level and approval policy in force on the active path when
+    /// it does not already, so reopening the session (or this branch of it) finds them.
     fn record_settings(&self) -> Result<(), CodingError> {
         let reference = lock(&self.model).reference.clone();
         let thinking = self.harness.thinking_level();
@@ -470,6 +544,10 @@ impl CodingSession {
         }
         if replay.thinking_level != Some(thinking) {
             kinds.push(EntryKind::ThinkingLevelChange { thinking_level: thinking });
+        }
+        let policy = self.approval_policy();
+        if replay.approval_policy != Some(policy) {
+            kinds.push(EntryKind::ApprovalPolicyChange { approval_policy: policy });
         }
         if !kinds.is_empty() {
             self.journal.write(|file| file.append_all(kinds))?;
@@ -507,7 +585,7 @@ impl CodingSession {
     /// cannot be resolved is `model_not_found` and changes nothing.
     pub async fn set_model(&self, reference: &str) -> Result<(), CodingError> {
         let _operation = self.begin(Operation::ModelChange)?;
-        let slot = ModelSlot::resolve(&self.env.registry, Some(reference));
+        let slot = ModelSlot::resolve(&self.env().registry, Some(reference));
         slot.usable()?;
         let model_ref = slot.reference.clone();
         self.apply_model(slot);
@@ -522,7 +600,7 @@ impl CodingSession {
         self.harness.set_model(slot.harness_provider(), slot.info.clone());
         let previous = std::mem::replace(&mut *lock(&self.model), slot);
         if images != previous.info.images {
-            let mut context = self.tool_context.clone();
+            let mut context = lock(&self.tool_context).clone();
             context.images_allowed = images;
             let tools = coding_tools(context);
             match self.harness.set_tools(tools.clone()) {
@@ -540,11 +618,20 @@ impl CodingSession {
         Ok(())
     }
 
-    /// Changes the approval policy; it applies to the next tool call.
+    /// Changes the approval policy; it applies to the next tool call and is recorded in the
+    /// session file, so the session keeps it when it is loaded again.
     pub async fn set_approval_policy(&self, policy: ApprovalPolicy) -> Result<(), CodingError> {
+        self.journal.write(|file| file.set_approval_policy(policy))?;
         *lock(&self.policy) = policy;
         self.emit(SessionEvent::ApprovalPolicyChanged { policy });
         Ok(())
+    }
+
+    /// The trusted project's settings as its `.rein/config.toml` files say now (read at each
+    /// prompt, so an edit applies to the next run); empty for an untrusted project.
+    pub fn project_config(&self) -> Result<ProjectConfig, CodingError> {
+        let files = lock(&self.prompt).project_config_files();
+        Ok(ProjectConfig::load(&files)?)
     }
 
     /// The approval policy in force.
@@ -577,7 +664,7 @@ impl CodingSession {
     /// Reads the project's trust again (after `trust/set` changed it) and rebuilds the system
     /// prompt; it applies from the next request.
     pub fn refresh_trust(&self) {
-        let trusted = self.env.trust.is_trusted(&PathBuf::from(&self.cwd));
+        let trusted = self.env().trust.is_trusted(&PathBuf::from(&self.cwd));
         let prompt = lock(&self.prompt).set_trusted(trusted);
         self.harness.set_system_prompt(prompt);
     }

@@ -23,6 +23,7 @@ use tokio::task::JoinHandle;
 
 use super::environment::EventSink;
 use super::journal::Journal;
+use super::run_record::SetupSlot;
 
 /// Counts the harness's events as they are emitted.
 struct Tap {
@@ -49,12 +50,13 @@ pub(crate) struct EventPump {
 
 impl EventPump {
     /// Subscribes to `harness` and starts forwarding to `sink`; `on_failure` is called when a
-    /// message could not be written, to stop the run.
+    /// message could not be written, to stop the run; `setup` records each run's end.
     pub(crate) fn start(
         harness: &Harness,
         journal: Arc<Journal>,
         sink: EventSink,
         on_failure: OnFailure,
+        setup: SetupSlot,
     ) -> Self {
         // Both subscriptions are made before anything runs, so they see the same events.
         let tap = Arc::new(Mutex::new(Tap { receiver: harness.subscribe(), emitted: 0 }));
@@ -64,7 +66,7 @@ impl EventPump {
         let task = tokio::spawn(async move {
             let mut done = 0_u64;
             while let Some(event) = events.recv().await {
-                forward(&journal, &sink, &on_failure, event);
+                forward(&journal, &sink, &on_failure, &setup, event);
                 done += 1;
                 // Keep the tap drained so it never holds more than the backlog.
                 lock(&task_tap).count();
@@ -105,10 +107,16 @@ fn lock(tap: &Mutex<Tap>) -> MutexGuard<'_, Tap> {
 pub(crate) type OnFailure = Box<dyn Fn() + Send + Sync>;
 
 /// Passes one event on, persisting a finished message first: the message end is followed by
-/// the `EntryAppended` of its entry.
-fn forward(journal: &Journal, sink: &EventSink, on_failure: &OnFailure, event: SessionEvent) {
-    let message = match event {
-        SessionEvent::MessageEnd { message } => message,
+/// the `EntryAppended` of its entry. A run's end is recorded (a `run_end` entry, announced)
+/// before its `agent_end` is passed on.
+fn forward(
+    journal: &Journal,
+    sink: &EventSink,
+    on_failure: &OnFailure,
+    setup: &SetupSlot,
+    event: SessionEvent,
+) {
+    let event = match event {
         SessionEvent::AgentEnd { run_id, reason, error, usage, turns } => {
             // The run that could not be written ended with an error, however it was stopped.
             let (reason, error) = match journal.unsaved().end_run() {
@@ -118,13 +126,20 @@ fn forward(journal: &Journal, sink: &EventSink, on_failure: &OnFailure, event: S
                 ),
                 None => (reason, error),
             };
-            sink(SessionEvent::AgentEnd { run_id, reason, error, usage, turns });
-            return;
+            SessionEvent::AgentEnd { run_id, reason, error, usage, turns }
         }
-        other => {
-            sink(other);
-            return;
+        other => other,
+    };
+    if let Some(entry) = setup.run_end(&event) {
+        if let Err(error) = journal.write(|session| session.append(entry)) {
+            tracing::error!(%error, "could not record the end of a run");
         }
+        sink(event);
+        return;
+    }
+    let SessionEvent::MessageEnd { message } = event else {
+        sink(event);
+        return;
     };
     {
         let mut unsaved = journal.unsaved();

@@ -132,14 +132,15 @@ impl CodingSession {
         let (done, finished) = watch::channel(false);
         *self.shell.finished.lock().unwrap_or_else(PoisonError::into_inner) = Some(finished);
         let shell_id = format!("sh-{}", uuid::Uuid::now_v7());
+        let env = self.env();
         let request = CommandRequest {
             command,
             cwd: PathBuf::from(&self.cwd),
-            shell: self.env.defaults.bash.shell.clone(),
-            timeout: self.env.defaults.bash.default_timeout,
-            output_dir: crate::tools::spill::session_dir(&self.env.output_dir, &self.id),
-            spill: self.env.defaults.bash.spill,
-            hidden_env: self.env.defaults.bash.hidden_env.clone(),
+            shell: env.defaults.bash.shell.clone(),
+            timeout: env.defaults.bash.default_timeout,
+            output_dir: crate::tools::spill::session_dir(&env.output_dir, &self.id),
+            spill: env.defaults.bash.spill,
+            hidden_env: env.defaults.bash.hidden_env.clone(),
         };
         let id = shell_id.clone();
         tokio::spawn(async move {

@@ -131,8 +131,10 @@ pub async fn run_command(
     for variable in &request.hidden_env {
         command.env_remove(variable);
     }
+    crate::process_groups::kill_with_parent(&mut command);
     let started = Instant::now();
     let mut child = command.spawn()?;
+    let _recorded = crate::process_groups::record(child.id());
     // The command holds the parent's copies of the pipe's write end; without dropping it the
     // pipe would never report end of file.
     drop(command);

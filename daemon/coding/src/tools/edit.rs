@@ -182,7 +182,8 @@ impl EditRequest {
         for applied in outcome.applied.iter().filter(|a| a.kind == MatchKind::Whitespace) {
             text.push_str(&format!(
                 "\nNote: edit {} did not match exactly; it matched line {} after ignoring \
-                 whitespace differences. Check the diff.",
+                 whitespace differences, and its newText was re-indented to the file's \
+                 indentation. Check the diff.",
                 applied.index + 1,
                 applied.line
             ));

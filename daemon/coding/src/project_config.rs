@@ -1,0 +1,170 @@
+//! A project's own settings: `.rein/config.toml` in the project directory (and in each
+//! directory up to the project root), applied once the project is trusted.
+//!
+//! A project may set the default `model` of its new sessions, their `approval_policy`, and
+//! `[limits]` for every run in it. Everything else (providers, retries, the daemon's session
+//! settings) belongs to the user's own `config.toml`: a project file naming it is an error, as
+//! is any unknown key (with a "did you mean" hint). Files nearer the session's directory win
+//! over outer ones, key by key.
+
+use std::path::{Path, PathBuf};
+
+use rein_agent::RunLimits;
+use rein_protocol::method::ApprovalPolicy;
+use serde::Deserialize;
+
+use crate::config_file::{ConfigParseError, parse_strict};
+
+/// Top-level keys of the user's configuration that a project file may not set.
+pub const USER_ONLY_KEYS: &[&str] = &["providers", "retry", "sessions"];
+
+/// The settings of a project's `.rein/config.toml` files, merged.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectConfig {
+    /// The default model of new sessions in the project, as `provider/model`.
+    #[serde(default)]
+    pub model: Option<String>,
+    /// The approval policy of new sessions in the project.
+    #[serde(default)]
+    pub approval_policy: Option<ApprovalPolicy>,
+    /// Limits of every run in the project (a prompt's own limits still win).
+    #[serde(default)]
+    pub limits: ProjectLimits,
+}
+
+/// `[limits]` of a project file: each one replaces the user's setting when present.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectLimits {
+    /// Most turns per run.
+    #[serde(default)]
+    pub max_turns: Option<u32>,
+    /// Most US dollars per run.
+    #[serde(default)]
+    pub max_cost: Option<f64>,
+    /// Most seconds per run.
+    #[serde(default)]
+    pub max_seconds: Option<u64>,
+    /// Consecutive turns in which every tool call failed before the run stops.
+    #[serde(default)]
+    pub max_failed_turns: Option<u32>,
+}
+
+/// A project configuration file that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ProjectConfigError {
+    /// The file exists but cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML for these settings.
+    #[error("invalid project configuration in {path}: {error}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with its line and a hint (part of the text, not a source, so error
+        /// chains do not repeat it).
+        error: ConfigParseError,
+    },
+    /// The file sets something only the user's configuration may set.
+    #[error(
+        "invalid project configuration in {path}: `{key}` can only be set in the user's \
+         config.toml, not in a project's .rein/config.toml"
+    )]
+    UserOnly {
+        /// The file.
+        path: PathBuf,
+        /// The key.
+        key: String,
+    },
+}
+
+impl ProjectConfig {
+    /// Parses one project file's text.
+    pub fn parse(path: &Path, text: &str) -> Result<Self, ProjectConfigError> {
+        if let Ok(table) = text.parse::<toml::Table>()
+            && let Some(key) = USER_ONLY_KEYS.iter().find(|key| table.contains_key(**key))
+        {
+            return Err(ProjectConfigError::UserOnly {
+                path: path.to_path_buf(),
+                key: (*key).to_string(),
+            });
+        }
+        parse_strict(text)
+            .map_err(|error| ProjectConfigError::Parse { path: path.to_path_buf(), error })
+    }
+
+    /// Reads and merges `files` (outermost first, so inner files win).
+    pub fn load(files: &[PathBuf]) -> Result<Self, ProjectConfigError> {
+        let mut merged = Self::default();
+        for path in files {
+            let text = std::fs::read_to_string(path)
+                .map_err(|source| ProjectConfigError::Read { path: path.clone(), source })?;
+            merged.merge(Self::parse(path, &text)?);
+        }
+        Ok(merged)
+    }
+
+    /// Takes every setting `inner` has.
+    fn merge(&mut self, inner: Self) {
+        self.model = inner.model.or(self.model.take());
+        self.approval_policy = inner.approval_policy.or(self.approval_policy);
+        let (mine, theirs) = (&mut self.limits, inner.limits);
+        mine.max_turns = theirs.max_turns.or(mine.max_turns);
+        mine.max_cost = theirs.max_cost.or(mine.max_cost);
+        mine.max_seconds = theirs.max_seconds.or(mine.max_seconds);
+        mine.max_failed_turns = theirs.max_failed_turns.or(mine.max_failed_turns);
+    }
+
+    /// The user's run limits with this project's in their place where it sets them.
+    pub fn limits(&self, user: &RunLimits) -> RunLimits {
+        let project = &self.limits;
+        RunLimits {
+            max_turns: project.max_turns.or(user.max_turns),
+            max_cost: project.max_cost.or(user.max_cost),
+            max_wall_time: project
+                .max_seconds
+                .map(std::time::Duration::from_secs)
+                .or(user.max_wall_time),
+            max_failed_turns: project.max_failed_turns.or(user.max_failed_turns),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inner_files_win_key_by_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let outer = dir.path().join("outer.toml");
+        let inner = dir.path().join("inner.toml");
+        std::fs::write(&outer, "model = \"a/b\"\n[limits]\nmax_turns = 3\nmax_cost = 1.0\n")
+            .unwrap();
+        std::fs::write(&inner, "approval_policy = \"yolo\"\n[limits]\nmax_turns = 5\n").unwrap();
+        let config = ProjectConfig::load(&[outer, inner]).unwrap();
+        assert_eq!(config.model.as_deref(), Some("a/b"));
+        assert_eq!(config.approval_policy, Some(ApprovalPolicy::Yolo));
+        let limits = config.limits(&RunLimits::default());
+        assert_eq!(limits.max_turns, Some(5));
+        assert_eq!(limits.max_cost, Some(1.0));
+        assert_eq!(limits.max_failed_turns, RunLimits::default().max_failed_turns);
+    }
+
+    #[test]
+    fn unknown_and_user_only_keys_are_errors() {
+        let path = Path::new("/p/.rein/config.toml");
+        let err = ProjectConfig::parse(path, "[limit]\nmax_cost = 1.0\n").unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("/p/.rein/config.toml"), "{text}");
+        assert!(text.contains("did you mean `limits`"), "{text}");
+        let err = ProjectConfig::parse(path, "[providers.x]\napi = \"anthropic\"\n").unwrap_err();
+        assert!(matches!(err, ProjectConfigError::UserOnly { ref key, .. } if key == "providers"));
+    }
+}
