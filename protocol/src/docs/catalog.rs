@@ -564,6 +564,19 @@ pub fn methods() -> Vec<MethodDoc> {
             errors(&[]),
             vec![],
         ),
+        method(
+            names::PROVIDERS_CHECK,
+            "Every provider with where its API key comes from (never the key); with `probe`, \
+             each provider in use is asked for its model list to see that it answers and \
+             accepts its key.",
+            Payload::of(ex::providers_check_params()),
+            Payload::of(ex::providers_check_result()),
+            errors(&[]),
+            vec![
+                "A key in the daemon's environment wins over one stored by `rein login` in \
+                 `REIN_HOME/auth.toml`.",
+            ],
+        ),
     ]
 }
 
