@@ -11,6 +11,7 @@
 //! - [`history`] and [`ids`]: rules for replaying history from another provider.
 //! - [`failure`] and [`retry`]: error classification and backoff.
 //! - [`config`], [`catalog`] and [`registry`]: from `provider/model` to a ready provider.
+//! - [`local`]: finding a local model server, and the models request that checks a provider.
 
 pub mod anthropic;
 pub mod assemble;
@@ -21,6 +22,7 @@ pub mod failure;
 pub mod history;
 pub mod http;
 pub mod ids;
+pub mod local;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod provider;
