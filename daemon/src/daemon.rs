@@ -2,8 +2,10 @@
 
 use crate::config::Config;
 use crate::hub::Hub;
+use crate::keys::KeyStore;
 use rein_ai::registry::Registry;
 use rein_protocol::event::DaemonEvent;
+use rein_protocol::method::LocalServer;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,6 +43,10 @@ pub struct Daemon {
     pub shutdown: CancellationToken,
     /// Daemon-wide events for `daemon/subscribe`.
     pub events: broadcast::Sender<DaemonEvent>,
+    /// Where API keys come from (environment, then `auth.toml`).
+    pub keys: Arc<KeyStore>,
+    /// The local model server chosen at start-up because nothing else was set up.
+    pub local_server: Option<LocalServer>,
     connections: AtomicU64,
 }
 
@@ -53,6 +59,7 @@ impl Daemon {
         hub: Arc<Hub>,
         events: broadcast::Sender<DaemonEvent>,
     ) -> Self {
+        let keys = KeyStore::new(&options.home);
         Self {
             options,
             config,
@@ -61,8 +68,21 @@ impl Daemon {
             started: Instant::now(),
             shutdown: CancellationToken::new(),
             events,
+            keys,
+            local_server: None,
             connections: AtomicU64::new(0),
         }
+    }
+
+    /// The key store the registry reads through, and the local server chosen at start-up.
+    pub fn with_first_run(
+        mut self,
+        keys: Arc<KeyStore>,
+        local_server: Option<LocalServer>,
+    ) -> Self {
+        self.keys = keys;
+        self.local_server = local_server;
+        self
     }
 
     /// Open connections now.

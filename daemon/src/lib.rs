@@ -8,7 +8,9 @@
 
 pub mod config;
 pub mod daemon;
+pub mod first_run;
 pub mod hub;
+pub mod keys;
 pub mod logging;
 pub mod methods;
 pub mod rpc_error;

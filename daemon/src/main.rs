@@ -2,10 +2,10 @@
 
 use anyhow::Context;
 use clap::Parser;
-use rein_ai::registry::Registry;
 use rein_daemon::hub::Hub;
+use rein_daemon::keys::KeyStore;
 use rein_daemon::server::listener::{self, BindError};
-use rein_daemon::{Daemon, DaemonOptions, config, logging, methods, server};
+use rein_daemon::{Daemon, DaemonOptions, config, first_run, logging, methods, server};
 use rein_protocol::codec::DEFAULT_MAX_LINE_BYTES;
 use rein_protocol::paths;
 use std::path::PathBuf;
@@ -32,6 +32,10 @@ struct Args {
     /// Set by the background launcher: log to the file only.
     #[arg(long, hide = true)]
     detached: bool,
+    /// Only check the configuration file: print the file used and exit 0, or the mistake
+    /// (file, line, key) and exit 1. Used by `rein doctor`.
+    #[arg(long)]
+    check_config: bool,
 }
 
 /// Exit code when another daemon already serves the socket.
@@ -50,6 +54,9 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> anyhow::Result<ExitCode> {
     let home = paths::rein_home()?;
+    if args.check_config {
+        return Ok(check_config(&home));
+    }
     let socket = match &args.socket {
         Some(socket) => socket.clone(),
         None => paths::default_socket()?,
@@ -60,8 +67,11 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     let _guard = logging::init(&home.join("logs"), !args.detached)
         .context("cannot open the log directory")?;
     let (config, config_path) = config::load(&home)?;
-    let registry = Arc::new(Registry::new(config.providers.clone())?);
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let keys = KeyStore::new(&home);
+    let (registry, local_server) =
+        runtime.block_on(first_run::build_registry(&config.providers, &keys))?;
+    let registry = Arc::new(registry);
     let entered = runtime.enter();
     let signals = ShutdownSignals::install().context("cannot install signal handlers")?;
     let bound = match listener::bind(&socket) {
@@ -83,7 +93,9 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         let env = Arc::new(config::coding_environment(&options.home, &config, registry.clone())?);
         let (events, _) = tokio::sync::broadcast::channel(256);
         let hub = Arc::new(Hub::new(env, config.sessions.clone(), events.clone()));
-        let daemon = Arc::new(Daemon::new(options, config, registry, hub.clone(), events));
+        let daemon = Daemon::new(options, config, registry, hub.clone(), events)
+            .with_first_run(keys, local_server);
+        let daemon = Arc::new(daemon);
         hub.spawn_idle_reaper(daemon.shutdown.clone());
         match &config_path {
             Some(path) => tracing::info!(config = %path.display(), "configuration loaded"),
@@ -97,6 +109,23 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--check-config`: parses the configuration file and its provider tables like a start would.
+fn check_config(home: &std::path::Path) -> ExitCode {
+    let checked = config::load(home).map_err(anyhow::Error::from).and_then(|(config, path)| {
+        rein_ai::Registry::new(config.providers)?;
+        Ok(path)
+    });
+    match checked {
+        Ok(Some(path)) => println!("configuration ok: {}", path.display()),
+        Ok(None) => println!("no configuration file: defaults apply"),
+        Err(error) => {
+            eprintln!("reind: {error:#}");
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 /// SIGTERM and SIGINT shut down gracefully, like `daemon/shutdown`. The handlers are installed

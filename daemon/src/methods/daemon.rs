@@ -1,4 +1,4 @@
-//! `initialize`, `daemon/*`, `models/list` and `trust/*`.
+//! `initialize`, `daemon/*` and `trust/*`.
 
 use super::DAEMON_VERSION;
 use crate::rpc_error::RpcError;
@@ -6,7 +6,7 @@ use crate::server::dispatch::{ClientInfo, ConnectionContext};
 use rein_protocol::error::ErrorKind;
 use rein_protocol::method::{
     Ack, DaemonCapabilities, DaemonInfo, Empty, ExportFormat, InitializeParams, InitializeResult,
-    ModelsResult, TrustListResult, TrustParams,
+    TrustListResult, TrustParams,
 };
 use rein_protocol::version::PROTOCOL_VERSION;
 use std::sync::Arc;
@@ -56,6 +56,7 @@ pub async fn info(_: Empty, connection: Arc<ConnectionContext>) -> Result<Daemon
         rein_home: daemon.options.home.display().to_string(),
         sessions_loaded: daemon.hub.loaded_count() as u64,
         connections: daemon.connections(),
+        local_server: daemon.local_server.clone(),
     })
 }
 
@@ -69,18 +70,6 @@ pub async fn shutdown(_: Empty, connection: Arc<ConnectionContext>) -> Result<Ac
         daemon.begin_shutdown();
     });
     Ok(Ack::ok())
-}
-
-/// `models/list`.
-pub async fn models(
-    _: Empty,
-    connection: Arc<ConnectionContext>,
-) -> Result<ModelsResult, RpcError> {
-    let registry = &connection.daemon.registry;
-    Ok(ModelsResult {
-        default_model: registry.effective_default_model(),
-        models: registry.models(),
-    })
 }
 
 /// `trust/set`: trusts or revokes a project directory; loaded sessions under it pick the
