@@ -83,6 +83,12 @@ pub async fn status(socket: &Path, as_json: bool) -> Result<u8, ClientError> {
         println!("  uptime:      {} s", info.uptime_ms / 1000);
         println!("  sessions:    {} loaded", info.sessions_loaded);
         println!("  connections: {}", info.connections);
+        if let Some(local) = &info.local_server {
+            println!(
+                "  local model: {} at {} (default {})",
+                local.server, local.base_url, local.model
+            );
+        }
     }
     Ok(exit::OK)
 }
