@@ -79,15 +79,22 @@ async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Request>
 /// exhausted) the number of the request that found it so.
 type Next = Result<(Reply, usize), usize>;
 
-fn next_reply(state: &Mutex<State>, request: Request, loop_script: bool) -> (Next, Value) {
+/// Keeps `request` in the list tests read.
+fn record(state: &Mutex<State>, request: Request) {
     let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     state.requests.push(RecordedRequest {
         method: request.method,
         path: request.path,
         headers: request.headers,
-        body: body.clone(),
+        body,
     });
+}
+
+fn next_reply(state: &Mutex<State>, request: Request, loop_script: bool) -> (Next, Value) {
+    let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+    record(state, request);
+    let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
     let served = state.requests.len();
     if state.queue.is_empty() && !state.script.is_empty() && loop_script {
         let script = state.script.clone();
@@ -113,6 +120,10 @@ async fn handle(
 ) -> std::io::Result<()> {
     socket.set_nodelay(true)?;
     let Some(request) = read_request(&mut socket).await? else { return Ok(()) };
+    if super::models::is_models_request(&request.method, &request.path) {
+        record(&state, request);
+        return respond(&mut socket, 200, "application/json", &[], &super::models::body()).await;
+    }
     let format = WireFormat::from_path(&request.path);
     let (next, body) = next_reply(&state, request, options.loop_script);
     let Some(format) = format else {
