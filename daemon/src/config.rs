@@ -184,6 +184,7 @@ pub fn coding_environment(
                 hidden_env: registry.key_variables(),
                 ..Default::default()
             },
+            hidden_files: vec![rein_protocol::auth::auth_path(home)],
             ..SessionDefaults::default()
         },
     })

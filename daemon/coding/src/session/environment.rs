@@ -40,6 +40,8 @@ pub struct SessionDefaults {
     pub bash: BashSettings,
     /// Extra system prompt sections from the configuration, appended as they are.
     pub extra_prompt_sections: Vec<String>,
+    /// Files no tool reads, searches or changes (see `ToolContext::hidden_files`).
+    pub hidden_files: Vec<std::path::PathBuf>,
 }
 
 impl Default for SessionDefaults {
@@ -51,6 +53,7 @@ impl Default for SessionDefaults {
             compaction: CompactionSettings::default(),
             bash: BashSettings::default(),
             extra_prompt_sections: Vec::new(),
+            hidden_files: Vec::new(),
         }
     }
 }

@@ -235,6 +235,7 @@ impl CodingSession {
             files: FileTracker::new(),
             locks: env.file_locks.clone(),
             output_dir: env.output_dir.clone(),
+            hidden_files: env.defaults.hidden_files.clone(),
         };
         let tools = coding_tools(tool_context.clone());
         let sources = ContextSources {
