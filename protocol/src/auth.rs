@@ -91,12 +91,11 @@ impl AuthFile {
 
     /// Parses the file's text; the error is the line of the mistake (0 when unknown).
     fn parse(text: &str) -> Result<Self, usize> {
-        toml::from_str(text).map_err(|error: toml::de::Error| {
-            let offset = error.span().map(|span| span.start).unwrap_or(0);
-            if error.span().is_none() {
-                return 0;
+        toml::from_str(text).map_err(|error: toml::de::Error| match error.span() {
+            Some(span) => {
+                text.get(..span.start).map(|before| before.matches('\n').count() + 1).unwrap_or(0)
             }
-            text.get(..offset).map(|before| before.matches('\n').count() + 1).unwrap_or(0)
+            None => 0,
         })
     }
 

@@ -132,6 +132,11 @@ fn login_gives_a_running_daemon_its_key_and_logout_takes_it_back() {
     assert_eq!(before.status.code(), Some(1));
     assert!(text(&before.stderr).contains(KEY_VARIABLE), "{}", text(&before.stderr));
 
+    // Without a terminal the provider must be named, and an empty key stores nothing.
+    assert_eq!(run(rein(), &["login"], secret).status.code(), Some(2));
+    assert_eq!(run(rein(), &["login", "keyed"], "\n").status.code(), Some(2));
+    assert!(!daemon.home().join("auth.toml").exists());
+
     let login = run(rein(), &["login", "keyed"], &format!("{secret}\n"));
     let (stdout, stderr) = (text(&login.stdout), text(&login.stderr));
     assert!(login.status.success(), "{stdout}\n{stderr}");

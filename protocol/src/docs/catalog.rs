@@ -558,7 +558,9 @@ pub fn methods() -> Vec<MethodDoc> {
         ),
         method(
             names::MODELS_LIST,
-            "The known models of the configured providers, and the default model.",
+            "The known models of the built-in and configured providers, every model a provider \
+             on this machine (a detected local server, Ollama, a configured loopback URL) lists \
+             at the time of the call, and the default model.",
             Payload::of(method::Empty {}),
             Payload::of(ex::models_result()),
             errors(&[]),
