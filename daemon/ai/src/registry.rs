@@ -42,7 +42,7 @@ pub enum ResolveError {
     BadReference(String),
     /// No model was named, the configuration has no default, and no provider key is set.
     #[error(
-        "no model chosen and no provider configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, or pass a model as provider/model, or set `model = \"provider/model\"` with a [providers.NAME] table in config.toml (see docs/config.md)"
+        "no model chosen and no provider configured: run `rein login anthropic` (or openai, openrouter) or set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, or start a local model server (Ollama, llama.cpp, LM Studio, vLLM) and restart the daemon, or pass a model as provider/model, or set `model = \"provider/model\"` with a [providers.NAME] table in config.toml (see docs/config.md; `rein doctor` checks the setup)"
     )]
     NoDefault,
     /// The provider is neither built in nor configured.
