@@ -236,6 +236,40 @@ mod tests {
         assert!(!is_loopback("not a url"));
     }
 
+    #[test]
+    fn a_detected_server_is_the_default_only_until_a_key_is_there() {
+        use crate::registry::{Environment, Registry};
+        use std::sync::{Arc, Mutex};
+        let server = LocalServer {
+            server: "Ollama".into(),
+            provider: "ollama".into(),
+            base_url: base_url(11434),
+            model: "ollama/qwen3".into(),
+            models: vec!["qwen3".into()],
+        };
+        let mut config = crate::ProvidersConfig::default();
+        config.providers.insert(server.provider.clone(), provider_config(&server));
+        let key: Arc<Mutex<Option<String>>> = Arc::default();
+        let seen = Arc::clone(&key);
+        let environment: Environment = Arc::new(move |name| {
+            (name == "ANTHROPIC_API_KEY").then(|| seen.lock().ok()?.clone()).flatten()
+        });
+        let registry = Registry::with_environment(config, environment)
+            .unwrap()
+            .with_local_default(server.model.clone());
+        assert_eq!(registry.effective_default_model().as_deref(), Some("ollama/qwen3"));
+        let resolved = registry.resolve(None).unwrap();
+        assert_eq!(
+            (resolved.info.provider.as_str(), resolved.info.api),
+            ("ollama", Api::OpenAiChat)
+        );
+        *key.lock().unwrap() = Some("k".into());
+        assert_eq!(
+            registry.effective_default_model().as_deref(),
+            Some("anthropic/claude-sonnet-4-5")
+        );
+    }
+
     #[tokio::test]
     async fn a_closed_port_is_unreachable_and_detection_finds_nothing() {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
