@@ -184,7 +184,23 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// List the models of the configured providers.
+    /// Store an API key in REIN_HOME/auth.toml (read without echo, or from stdin).
+    Login {
+        /// The provider, e.g. anthropic (asked for when omitted on a terminal).
+        provider: Option<String>,
+    },
+    /// Remove a stored API key (every stored key when no provider is named).
+    Logout {
+        /// The provider.
+        provider: Option<String>,
+    },
+    /// Check everything a prompt needs; exit 0 only when it is all in order.
+    Doctor {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the models of the configured and detected providers.
     Models {
         /// Print JSON.
         #[arg(long)]
@@ -341,6 +357,9 @@ async fn dispatch(socket: &Path, cli: Cli) -> Result<u8, ClientError> {
             report(session_cmd::trust(&mut client().await?, &dir, revoke, force).await, json)
         }
         Command::Models { json } => report(session_cmd::models(&mut client().await?).await, json),
+        Command::Login { provider } => commands::login::login(socket, provider).await,
+        Command::Logout { provider } => commands::login::logout(socket, provider).await,
+        Command::Doctor { json } => commands::doctor::run(socket, json).await,
         // Handled before the runtime starts; nothing to do here.
         Command::Completions { .. } => Ok(exit::OK),
         Command::Daemon { action: DaemonAction::Start } => commands::daemon::start(socket).await,

@@ -5,8 +5,8 @@ use crate::client::{Client, ClientError};
 use crate::resolve;
 use clap::ValueEnum;
 use rein_protocol::method::{
-    ApprovalPolicy, CreateSessionParams, SessionRef, SessionState, SetApprovalPolicyParams,
-    SetModelParams, names,
+    ApprovalPolicy, CreateSessionParams, DaemonInfo, SessionRef, SessionState,
+    SetApprovalPolicyParams, SetModelParams, names,
 };
 use std::path::PathBuf;
 
@@ -92,4 +92,17 @@ pub async fn prepare(
         state = client.call_as(names::SESSION_STATE, SessionRef { session_id }).await?;
     }
     Ok((state, false))
+}
+
+/// When a new session got the local model server the daemon found (because no model and no
+/// key were set up), the line that says so; `None` otherwise.
+pub async fn local_server_note(client: &mut Client, state: &SessionState) -> Option<String> {
+    let info: DaemonInfo = client.call_as(names::DAEMON_INFO, serde_json::json!({})).await.ok()?;
+    let local = info.local_server?;
+    (local.provider == state.model.provider).then(|| {
+        format!(
+            "rein: no model configured and no API key set: using {} at {} (model {})",
+            local.server, local.base_url, state.model
+        )
+    })
 }

@@ -290,12 +290,13 @@ pub fn coding_environment(
         global_dir: home.to_path_buf(),
         global_skills_dir: home.join("skills"),
         output_dir: spill_root(home),
-        defaults: session_defaults(config, &registry),
+        defaults: session_defaults(home, config, &registry),
     })
 }
 
 /// The settings new sessions start with, from the configuration and its providers.
 pub fn session_defaults(
+    home: &Path,
     config: &Config,
     registry: &rein_ai::Registry,
 ) -> rein_coding::session::SessionDefaults {
@@ -317,6 +318,8 @@ pub fn session_defaults(
             ..Default::default()
         },
         approval_grace: std::time::Duration::from_secs(config.approvals.grace_secs),
+        // Keys stored by `rein login`: no tool reads, searches or changes them.
+        hidden_files: vec![rein_protocol::auth::auth_path(home)],
         ..rein_coding::session::SessionDefaults::default()
     }
 }

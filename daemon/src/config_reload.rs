@@ -9,9 +9,10 @@
 
 use crate::config::{self, candidate_paths, session_defaults};
 use crate::hub::Hub;
+use crate::keys::KeyStore;
 use rein_ai::Registry;
-use rein_ai::registry::Environment;
 use rein_protocol::event::DaemonEvent;
+use rein_protocol::method::LocalServer;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -48,7 +49,8 @@ struct WatchState {
 /// The configuration file the daemon runs with, and whether it changed since.
 pub struct ConfigWatch {
     home: PathBuf,
-    environment: Environment,
+    keys: Arc<KeyStore>,
+    local_server: Option<LocalServer>,
     state: Mutex<WatchState>,
 }
 
@@ -60,10 +62,16 @@ impl std::fmt::Debug for ConfigWatch {
 
 impl ConfigWatch {
     /// Watches the configuration of `home`, loaded just now from `path`. A reloaded
-    /// configuration reads provider keys through `environment`, as the first one did.
-    pub fn new(home: &Path, path: Option<PathBuf>, environment: Environment) -> Self {
+    /// configuration reads provider keys through `keys`, as the first one did, and keeps the
+    /// local model server chosen at start-up as the default while nothing else is set up.
+    pub fn new(
+        home: &Path,
+        path: Option<PathBuf>,
+        keys: Arc<KeyStore>,
+        local_server: Option<LocalServer>,
+    ) -> Self {
         let state = WatchState { stamps: stamps(home), path, error: None };
-        Self { home: home.to_path_buf(), environment, state: Mutex::new(state) }
+        Self { home: home.to_path_buf(), keys, local_server, state: Mutex::new(state) }
     }
 
     /// The configuration file in force and why the last reload failed, if it did.
@@ -100,11 +108,15 @@ impl ConfigWatch {
 
     fn reload(&self, hub: &Hub) -> Result<Option<PathBuf>, String> {
         let (config, path) = config::load(&self.home).map_err(|error| error.to_string())?;
-        let registry =
-            Registry::with_environment(config.providers_config(), self.environment.clone())
-                .map_err(|error| format!("invalid configuration: {error}"))?;
+        let providers = config.providers_config();
+        let registry = match &self.local_server {
+            Some(server) => crate::first_run::with_local_server(&providers, &self.keys, server),
+            None => Registry::with_environment(providers, self.keys.environment())
+                .inspect(|registry| self.keys.learn(registry)),
+        }
+        .map_err(|error| format!("invalid configuration: {error}"))?;
         let mut env = rein_coding::session::CodingEnvironment::clone(&hub.env());
-        env.defaults = session_defaults(&config, &registry);
+        env.defaults = session_defaults(&self.home, &config, &registry);
         env.defaults.config_file = path.clone();
         env.registry = Arc::new(registry);
         hub.reconfigure(Arc::new(env));

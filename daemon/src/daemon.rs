@@ -4,9 +4,11 @@ use crate::clients::ClientDirectory;
 use crate::config::Config;
 use crate::config_reload::ConfigWatch;
 use crate::hub::Hub;
+use crate::keys::KeyStore;
 use crate::server::limits::{ConnectionLimits, InputBudget};
 use rein_ai::registry::Registry;
 use rein_protocol::event::DaemonEvent;
+use rein_protocol::method::LocalServer;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -52,6 +54,10 @@ pub struct Daemon {
     pub input_budget: InputBudget,
     /// The pid and tty each client gave at `initialize`.
     pub clients: ClientDirectory,
+    /// Where API keys come from (environment, then `auth.toml`).
+    pub keys: Arc<KeyStore>,
+    /// The local model server chosen at start-up because nothing else was set up.
+    pub local_server: Option<LocalServer>,
     connections: AtomicU64,
     overflow: AtomicU64,
     config_watch: std::sync::OnceLock<ConfigWatch>,
@@ -67,6 +73,7 @@ impl Daemon {
         events: broadcast::Sender<DaemonEvent>,
     ) -> Self {
         let input_budget = InputBudget::new(options.limits.max_buffered_input);
+        let keys = KeyStore::new(&options.home);
         Self {
             input_budget,
             options,
@@ -77,6 +84,8 @@ impl Daemon {
             shutdown: CancellationToken::new(),
             events,
             clients: ClientDirectory::default(),
+            keys,
+            local_server: None,
             connections: AtomicU64::new(0),
             overflow: AtomicU64::new(0),
             config_watch: std::sync::OnceLock::new(),
@@ -102,6 +111,17 @@ impl Daemon {
     /// The configuration file in force and why the last reload failed, if it did.
     pub fn config_status(&self) -> (Option<PathBuf>, Option<String>) {
         self.config_watch.get().map(ConfigWatch::status).unwrap_or_default()
+    }
+
+    /// The key store the registry reads through, and the local server chosen at start-up.
+    pub fn with_first_run(
+        mut self,
+        keys: Arc<KeyStore>,
+        local_server: Option<LocalServer>,
+    ) -> Self {
+        self.keys = keys;
+        self.local_server = local_server;
+        self
     }
 
     /// Open connections now.

@@ -4,10 +4,12 @@ use anyhow::Context;
 use clap::Parser;
 use rein_ai::registry::Registry;
 use rein_daemon::hub::Hub;
+use rein_daemon::keys::KeyStore;
 use rein_daemon::server::limits::ConnectionLimits;
 use rein_daemon::server::listener::{self, BindError};
 use rein_daemon::{
-    Daemon, DaemonOptions, config, home, home_lock, housekeeping, logging, methods, secrets, server,
+    Daemon, DaemonOptions, config, first_run, home, home_lock, housekeeping, logging, methods,
+    secrets, server,
 };
 use rein_protocol::codec::DEFAULT_MAX_LINE_BYTES;
 use rein_protocol::paths;
@@ -48,6 +50,10 @@ struct Args {
     /// Set by the background launcher: log to the file only.
     #[arg(long, hide = true)]
     detached: bool,
+    /// Only check the configuration file: print the file used and exit 0, or the mistake
+    /// (file, line, key) and exit 1. Used by `rein doctor`.
+    #[arg(long)]
+    check_config: bool,
 }
 
 /// Exit code when another daemon already serves the socket or uses the home.
@@ -66,6 +72,9 @@ fn main() -> ExitCode {
 
 fn run(args: Args) -> anyhow::Result<ExitCode> {
     let home = paths::rein_home()?;
+    if args.check_config {
+        return Ok(check_config(&home));
+    }
     let socket = match &args.socket {
         Some(socket) => socket.clone(),
         None => paths::default_socket()?,
@@ -96,10 +105,12 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     raise_open_file_limit();
     tracing::debug!(keys = ?secrets, "provider keys held in memory only");
     let lookup = secrets.clone();
-    let environment: rein_ai::registry::Environment = Arc::new(move |name: &str| lookup.get(name));
-    let registry =
-        Arc::new(Registry::with_environment(config.providers_config(), environment.clone())?);
+    // Keys come from the environment the daemon started with, then from `auth.toml`.
+    let keys = KeyStore::with_environment(&home, Arc::new(move |name: &str| lookup.get(name)));
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
+    let (registry, local_server) =
+        runtime.block_on(first_run::build_registry(&config.providers_config(), &keys))?;
+    let registry = Arc::new(registry);
     let entered = runtime.enter();
     let signals = ShutdownSignals::install().context("cannot install signal handlers")?;
     let bound = match listener::bind(&socket) {
@@ -136,11 +147,14 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         let watch = rein_daemon::config_reload::ConfigWatch::new(
             &options.home,
             config_path.clone(),
-            environment,
+            keys.clone(),
+            local_server.clone(),
         );
         let (events, _) = tokio::sync::broadcast::channel(256);
         let hub = Arc::new(Hub::new(env, config.sessions.clone(), events.clone()));
-        let daemon = Arc::new(Daemon::new(options, config, registry, hub.clone(), events));
+        let daemon = Daemon::new(options, config, registry, hub.clone(), events)
+            .with_first_run(keys, local_server);
+        let daemon = Arc::new(daemon);
         daemon.watch_config(watch);
         hub.spawn_idle_reaper(daemon.shutdown.clone());
         housekeeping::spawn(daemon.clone());
@@ -184,6 +198,23 @@ fn reap_tool_groups(home: &std::path::Path) {
     if let Err(error) = rein_coding::process_groups::init(&run_dir) {
         tracing::warn!(%error, "cannot record tool process groups");
     }
+}
+
+/// `--check-config`: parses the configuration file and its provider tables like a start would.
+fn check_config(home: &std::path::Path) -> ExitCode {
+    let checked = config::load(home).map_err(anyhow::Error::from).and_then(|(config, path)| {
+        rein_ai::Registry::new(config.providers_config())?;
+        Ok(path)
+    });
+    match checked {
+        Ok(Some(path)) => println!("configuration ok: {}", path.display()),
+        Ok(None) => println!("no configuration file: defaults apply"),
+        Err(error) => {
+            eprintln!("reind: {error:#}");
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
 }
 
 /// SIGTERM and SIGINT shut down gracefully, like `daemon/shutdown`. The handlers are installed

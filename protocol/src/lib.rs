@@ -16,6 +16,7 @@
 //! open enum has an `Unknown` variant that swallows them). Removing or renaming anything bumps
 //! the major version, and the daemon refuses an `initialize` from a different major version.
 
+pub mod auth;
 pub mod codec;
 pub mod docs;
 pub mod entry;

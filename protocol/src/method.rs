@@ -87,6 +87,8 @@ pub mod names {
     pub const TRUST_LIST: &str = "trust/list";
     /// Configured providers' models.
     pub const MODELS_LIST: &str = "models/list";
+    /// Each provider's key source, optionally checked with a models request (`rein doctor`).
+    pub const PROVIDERS_CHECK: &str = "providers/check";
 
     /// Every method a client may call, in the order the reference documents them.
     pub const METHODS: &[&str] = &[
@@ -125,6 +127,7 @@ pub mod names {
         TRUST_SET,
         TRUST_LIST,
         MODELS_LIST,
+        PROVIDERS_CHECK,
     ];
 
     /// Every notification the daemon sends (the subscriptions' event streams).
@@ -232,6 +235,27 @@ pub struct DaemonInfo {
     /// daemon's environment (a client that has one set can offer `rein daemon restart`).
     #[serde(default)]
     pub missing_key_variables: Vec<String>,
+    /// The local model server found at start-up and used as the default, when nothing else
+    /// (no `model`, no API key) was set up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_server: Option<LocalServer>,
+}
+
+/// A model server found on a loopback port (Ollama, llama.cpp, LM Studio, vLLM).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct LocalServer {
+    /// What the port suggests it is: `Ollama`, `llama.cpp`, `LM Studio`, `vLLM`, or
+    /// `an OpenAI-compatible server` for another port given in `REIN_LOCAL_PROBE_PORTS`.
+    pub server: String,
+    /// The provider name it is reached under (`ollama`, `llamacpp`, `lmstudio`, `vllm`,
+    /// `local`).
+    pub provider: String,
+    /// Its base URL, always on 127.0.0.1.
+    pub base_url: String,
+    /// The model used by default, as `provider/model`: the first one it listed.
+    pub model: String,
+    /// Every model id it listed.
+    pub models: Vec<String>,
 }
 
 /// Params naming one session.
@@ -767,6 +791,103 @@ pub struct ModelsResult {
     pub default_model: Option<String>,
     /// Known models of configured providers.
     pub models: Vec<ModelInfo>,
+}
+
+/// `providers/check` params.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProvidersCheckParams {
+    /// Also ask each provider in use for its model list (one `GET {base_url}/models`), to see
+    /// that it answers and accepts its key.
+    #[serde(default)]
+    pub probe: bool,
+}
+
+/// `providers/check` result.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProvidersCheckResult {
+    /// The model a new session gets, as `provider/model`; absent when none can be chosen.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_model: Option<String>,
+    /// Every provider the daemon knows, built in or configured.
+    pub providers: Vec<ProviderStatus>,
+}
+
+/// One provider as the daemon sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProviderStatus {
+    /// The provider's name.
+    pub name: String,
+    /// Its wire API.
+    pub api: crate::model::Api,
+    /// Its base URL.
+    pub base_url: String,
+    /// Where its API key comes from.
+    pub key: KeySource,
+    /// Whether it is set up for use: the default model's provider, a configured table, a
+    /// detected local server, or a provider whose key is available.
+    pub in_use: bool,
+    /// The outcome of the models request (only with `probe`, only for providers in use).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check: Option<ProviderCheck>,
+}
+
+/// Where a provider's API key comes from. Never carries the key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "source", rename_all = "snake_case")]
+pub enum KeySource {
+    /// The provider takes no key.
+    NotNeeded,
+    /// The daemon's environment variable (it wins over a stored key).
+    Environment {
+        /// The variable.
+        variable: String,
+    },
+    /// `REIN_HOME/auth.toml`, stored by `rein login`.
+    AuthFile {
+        /// The environment variable that would win over it.
+        variable: String,
+    },
+    /// Neither the variable nor a stored key.
+    Missing {
+        /// The variable to set (or use `rein login PROVIDER`).
+        variable: String,
+    },
+    /// A source this client does not know.
+    #[serde(other)]
+    Unknown,
+}
+
+/// What a provider's models request showed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ProviderCheck {
+    /// The verdict.
+    pub verdict: CheckVerdict,
+    /// The HTTP status, when the server answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+    /// What happened, for people (never contains the key).
+    pub message: String,
+    /// How many models it listed.
+    pub models: u64,
+}
+
+/// The verdict of a provider check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckVerdict {
+    /// It answered with its models.
+    Ok,
+    /// No answer: nothing listens, DNS or TLS failed, or it timed out.
+    Unreachable,
+    /// HTTP 401 or 403: the key is wrong, expired or missing.
+    KeyRejected,
+    /// Any other answer.
+    Error,
+    /// Not checked because its key is missing.
+    Skipped,
+    /// A verdict this client does not know.
+    #[serde(other)]
+    Unknown,
 }
 
 /// Result of a subscribe call: the subscription id used by its notifications.

@@ -21,10 +21,16 @@ pub const PROVIDER_KEY_VARIABLES: &[&str] = &[
     "DEEPSEEK_API_KEY",
 ];
 
+/// The variable listing the loopback ports probed for a local model server.
+pub const LOCAL_PROBE_PORTS: &str = "REIN_LOCAL_PROBE_PORTS";
+
+/// Also empties the local server port list, so no test finds a model server that happens to
+/// run on this machine (a test that wants detection sets the variable to its fake's port).
 fn without_provider_keys(command: &mut Command) {
     for variable in PROVIDER_KEY_VARIABLES {
         command.env_remove(variable);
     }
+    command.env(LOCAL_PROBE_PORTS, "");
 }
 
 /// How long to wait for the daemon to come up or go away.
@@ -88,15 +94,16 @@ impl DaemonFixture {
 
     /// Spawns the daemon (again) and waits for it.
     pub fn spawn(&mut self) {
-        self.spawn_with(&[]);
+        self.spawn_with(|_| {});
     }
 
-    /// Spawns the daemon (again) with extra `reind` arguments and waits for it.
-    pub fn spawn_with(&mut self, args: &[&str]) {
-        let child = self
-            .reind()
+    /// Spawns the daemon after `configure` adjusted its command (an environment variable,
+    /// say), and waits for it.
+    pub fn spawn_with(&mut self, configure: impl FnOnce(&mut Command)) {
+        let mut command = self.reind();
+        configure(&mut command);
+        let child = command
             .arg("--foreground")
-            .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

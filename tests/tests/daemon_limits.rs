@@ -110,7 +110,9 @@ fn the_open_file_limit_is_raised_to_the_hard_limit() {
 #[test]
 fn a_client_that_never_reads_stops_being_read_and_the_daemon_stays_small() {
     let mut daemon = DaemonFixture::new();
-    daemon.spawn_with(&["--max-in-flight", "8"]);
+    daemon.spawn_with(|command| {
+        command.args(["--max-in-flight", "8"]);
+    });
     let pid = daemon.pid().unwrap();
     let before = rss_kib(pid).unwrap();
     let (mut stream, reader) = raw(&daemon);
@@ -152,7 +154,9 @@ fn a_client_that_never_reads_stops_being_read_and_the_daemon_stays_small() {
 #[test]
 fn half_sent_lines_get_an_error_and_the_connection_closes() {
     let mut daemon = DaemonFixture::new();
-    daemon.spawn_with(&["--partial-line-idle-secs", "1", "--line-deadline-secs", "3"]);
+    daemon.spawn_with(|command| {
+        command.args(["--partial-line-idle-secs", "1", "--line-deadline-secs", "3"]);
+    });
     // Idle in the middle of a line.
     let (mut idle, mut idle_reader) = raw(&daemon);
     idle.write_all(&vec![b'x'; 1024 * 1024]).unwrap();
@@ -184,7 +188,9 @@ fn half_sent_lines_get_an_error_and_the_connection_closes() {
 #[test]
 fn the_daemon_wide_input_budget_refuses_what_it_cannot_hold() {
     let mut daemon = DaemonFixture::new();
-    daemon.spawn_with(&["--max-buffered-input", "4000000", "--partial-line-idle-secs", "30"]);
+    daemon.spawn_with(|command| {
+        command.args(["--max-buffered-input", "4000000", "--partial-line-idle-secs", "30"]);
+    });
     let mut refused = 0;
     let mut open = Vec::new();
     for _ in 0..8 {
@@ -214,7 +220,9 @@ fn the_daemon_wide_input_budget_refuses_what_it_cannot_hold() {
 #[test]
 fn over_the_connection_limit_daemon_calls_work_and_others_get_one_error_line() {
     let mut daemon = DaemonFixture::new();
-    daemon.spawn_with(&["--max-connections", "2"]);
+    daemon.spawn_with(|command| {
+        command.args(["--max-connections", "2"]);
+    });
     let mut first = daemon.connect();
     let mut second = daemon.connect();
     first.call_ok(1, "daemon/info", json!({}));

@@ -145,6 +145,12 @@ pub async fn status(socket: &Path, as_json: bool) -> Result<u8, ClientError> {
         for warning in warnings(&info) {
             eprintln!("rein: {warning}");
         }
+        if let Some(local) = &info.local_server {
+            println!(
+                "  local model: {} at {} (default {})",
+                local.server, local.base_url, local.model
+            );
+        }
     }
     Ok(exit::OK)
 }

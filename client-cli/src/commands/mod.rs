@@ -1,6 +1,8 @@
 //! One module per `rein` subcommand.
 
 pub mod daemon;
+pub mod doctor;
+pub mod login;
 pub mod rpc;
 pub mod run;
 pub mod session;

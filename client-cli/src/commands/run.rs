@@ -140,7 +140,13 @@ pub async fn run(socket: &Path, args: RunArgs) -> Result<u8, ClientError> {
         model: args.model.clone(),
         approval: args.approve.map(Into::into),
     };
-    let (state, _) = session::prepare(&mut client, &request).await?;
+    let (state, created) = session::prepare(&mut client, &request).await?;
+    if created
+        && args.model.is_none()
+        && let Some(note) = session::local_server_note(&mut client, &state).await
+    {
+        eprintln!("{note}");
+    }
     let session_id = state.session_id.clone();
     eprintln!("session: {session_id}");
     client.subscribe(&session_id, state.last_seq).await?;

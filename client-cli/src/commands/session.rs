@@ -359,19 +359,27 @@ pub async fn models(client: &mut Client) -> Result<Report, ClientError> {
     Ok(Report::new(result, text))
 }
 
-/// The model table; `*` marks the default.
+/// The model table; `*` marks the default. Prices are US dollars per million input and output
+/// tokens; `?` marks a model rein knows nothing about (defaults apply, see docs/config.md).
 pub fn format_models(result: &ModelsResult) -> String {
     let mut text = String::new();
     match &result.default_model {
         Some(default) => text.push_str(&format!("default: {default}\n")),
-        None => text.push_str("default: none configured (set `model` in config.toml)\n"),
+        None => text.push_str(
+            "default: none (set `model` in config.toml, rein login PROVIDER, or start a local model server)\n",
+        ),
     }
     for model in &result.models {
         let reference = model.reference().to_string();
         let marker =
             if result.default_model.as_deref() == Some(reference.as_str()) { '*' } else { ' ' };
+        let price = if model.known {
+            format!("${:.2}/${:.2}", model.cost.input, model.cost.output)
+        } else {
+            "?".to_string()
+        };
         text.push_str(&format!(
-            "{marker} {reference:<45} {:>8} ctx  {}\n",
+            "{marker} {reference:<45} {:>8} ctx  {price:>15} per Mtok  {}\n",
             model.context_window,
             model.api.as_str()
         ));
@@ -455,12 +463,13 @@ mod tests {
             max_output_tokens: 100,
             images: false,
             reasoning: false,
-            cost: ModelCost::default(),
+            cost: ModelCost { input: 1.0, output: 2.0, ..ModelCost::default() },
             known: true,
         };
         let result = ModelsResult { default_model: Some("local/m".into()), models: vec![model] };
         let text = format_models(&result);
         assert!(text.starts_with("default: local/m\n* local/m "), "{text}");
-        assert!(format_models(&ModelsResult::default()).contains("none configured"));
+        assert!(text.contains("$1.00/$2.00 per Mtok"), "{text}");
+        assert!(format_models(&ModelsResult::default()).contains("rein login"));
     }
 }

@@ -50,6 +50,12 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
     let mut client = Client::connect_or_start(socket).await?;
     client.initialize(true).await?;
     let (state, created) = session::prepare(&mut client, &request).await?;
+    if created
+        && request.model.is_none()
+        && let Some(note) = session::local_server_note(&mut client, &state).await
+    {
+        eprintln!("{note}");
+    }
     client.subscribe(&state.session_id, state.last_seq).await?;
 
     let mut editor = match rustyline::DefaultEditor::new() {

@@ -12,6 +12,7 @@
 //! - [`failure`] and [`retry`]: error classification and backoff.
 //! - [`compat`]: per-model settings for what one server needs beyond its API's rules.
 //! - [`config`], [`catalog`] and [`registry`]: from `provider/model` to a ready provider.
+//! - [`local`]: finding a local model server, and the models request that checks a provider.
 
 pub mod anthropic;
 pub mod assemble;
@@ -23,6 +24,7 @@ pub mod failure;
 pub mod history;
 pub mod http;
 pub mod ids;
+pub mod local;
 pub mod openai_chat;
 pub mod openai_responses;
 pub mod provider;

@@ -42,7 +42,7 @@ pub enum ResolveError {
     BadReference(String),
     /// No model was named, the configuration has no default, and no provider key is set.
     #[error(
-        "no model chosen and no provider configured: set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, or pass a model as provider/model, or set `model = \"provider/model\"` with a [providers.NAME] table in config.toml (see docs/config.md)"
+        "no model chosen and no provider configured: run `rein login anthropic` (or openai, openrouter) or set ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENROUTER_API_KEY, or start a local model server (Ollama, llama.cpp, LM Studio, vLLM) and restart the daemon, or pass a model as provider/model, or set `model = \"provider/model\"` with a [providers.NAME] table in config.toml (see docs/config.md; `rein doctor` checks the setup)"
     )]
     NoDefault,
     /// The provider is neither built in nor configured.
@@ -81,6 +81,8 @@ pub struct Registry {
     entries: BTreeMap<String, ProviderEntry>,
     clients: Mutex<BTreeMap<String, HttpProvider>>,
     environment: Environment,
+    /// The detected local server's model, used when nothing else is set up.
+    local_default: Option<String>,
 }
 
 impl std::fmt::Debug for Registry {
@@ -163,7 +165,20 @@ impl Registry {
             entries,
             clients: Mutex::new(BTreeMap::new()),
             environment,
+            local_default: None,
         })
+    }
+
+    /// Uses `model` (a detected local server's, see [`crate::local`]) when no default is
+    /// configured and no fallback provider has its key.
+    pub fn with_local_default(mut self, model: String) -> Self {
+        self.local_default = Some(model);
+        self
+    }
+
+    /// A provider's wire API and settings (its key variable, base URL, headers).
+    pub fn provider_settings(&self, provider: &str) -> Option<(Api, &ProviderSettings)> {
+        self.entries.get(provider).map(|entry| (entry.api, &entry.settings))
     }
 
     /// Reads a variable through the registry's environment (where keys come from).
@@ -177,18 +192,22 @@ impl Registry {
     }
 
     /// The model used when none is named: the configured default, else the first of
-    /// [`FALLBACK_MODELS`] whose provider's API key variable is set.
+    /// [`FALLBACK_MODELS`] whose provider's API key variable is set, else the detected local
+    /// server's model.
     pub fn effective_default_model(&self) -> Option<String> {
         if let Some(model) = &self.default_model {
             return Some(model.clone());
         }
-        FALLBACK_MODELS.iter().find_map(|reference| {
-            let parsed = ModelRef::parse(reference)?;
-            let entry = self.entries.get(&parsed.provider)?;
-            let variable = entry.settings.api_key_env.as_ref()?;
-            let present = (self.environment)(variable).is_some_and(|v| !v.trim().is_empty());
-            present.then(|| reference.to_string())
-        })
+        FALLBACK_MODELS
+            .iter()
+            .find_map(|reference| {
+                let parsed = ModelRef::parse(reference)?;
+                let entry = self.entries.get(&parsed.provider)?;
+                let variable = entry.settings.api_key_env.as_ref()?;
+                let present = (self.environment)(variable).is_some_and(|v| !v.trim().is_empty());
+                present.then(|| reference.to_string())
+            })
+            .or_else(|| self.local_default.clone())
     }
 
     /// Every environment variable that holds a provider's API key, built in or configured.

@@ -1,4 +1,4 @@
-//! `initialize`, `daemon/*`, `models/list` and `trust/*`.
+//! `initialize`, `daemon/*` and `trust/*`.
 
 use super::DAEMON_VERSION;
 use crate::clients::ProcessInfo;
@@ -8,7 +8,7 @@ use crate::sync::lock;
 use rein_protocol::error::ErrorKind;
 use rein_protocol::method::{
     Ack, DaemonCapabilities, DaemonInfo, Empty, ExportFormat, InitializeParams, InitializeResult,
-    ModelsResult, TrustListResult, TrustParams,
+    TrustListResult, TrustParams,
 };
 use rein_protocol::version::PROTOCOL_VERSION;
 use std::sync::Arc;
@@ -77,6 +77,7 @@ pub async fn info(_: Empty, connection: Arc<ConnectionContext>) -> Result<Daemon
         default_model: registry.effective_default_model(),
         key_variables,
         missing_key_variables,
+        local_server: daemon.local_server.clone(),
     })
 }
 
@@ -90,18 +91,6 @@ pub async fn shutdown(_: Empty, connection: Arc<ConnectionContext>) -> Result<Ac
         daemon.begin_shutdown();
     });
     Ok(Ack::ok())
-}
-
-/// `models/list`.
-pub async fn models(
-    _: Empty,
-    connection: Arc<ConnectionContext>,
-) -> Result<ModelsResult, RpcError> {
-    let registry = connection.daemon.hub.env().registry.clone();
-    Ok(ModelsResult {
-        default_model: registry.effective_default_model(),
-        models: registry.models(),
-    })
 }
 
 /// `trust/set`: trusts or revokes a project directory; loaded sessions under it pick the

@@ -2,12 +2,13 @@
 //!
 //! Each handler takes typed params (parsed with [`parse_params`], so a bad field is named in
 //! the error) and the calling connection's [`ConnectionContext`]. One module per family:
-//! `daemon` (handshake, info, shutdown, models, trust), `sessions` (a session's life and
+//! `daemon` (handshake, info, shutdown, trust), `providers` (models, provider checks), `sessions` (a session's life and
 //! settings), `running` (prompts, queues, cancel, shell, approvals), `history` (branch,
 //! compact, export) and `subscriptions` (event streams).
 
 mod daemon;
 mod history;
+mod providers;
 mod running;
 mod sessions;
 mod subscriptions;
@@ -42,7 +43,8 @@ pub fn build() -> Result<Methods, RegisterError> {
     register(m, names::INITIALIZE, daemon::initialize)?;
     register(m, names::DAEMON_INFO, daemon::info)?;
     register(m, names::DAEMON_SHUTDOWN, daemon::shutdown)?;
-    register(m, names::MODELS_LIST, daemon::models)?;
+    register(m, names::MODELS_LIST, providers::models)?;
+    register(m, names::PROVIDERS_CHECK, providers::check)?;
     register(m, names::TRUST_SET, daemon::trust_set)?;
     register(m, names::TRUST_LIST, daemon::trust_list)?;
 

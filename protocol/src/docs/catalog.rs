@@ -558,11 +558,26 @@ pub fn methods() -> Vec<MethodDoc> {
         ),
         method(
             names::MODELS_LIST,
-            "The known models of the configured providers, and the default model.",
+            "The known models of the built-in and configured providers, every model a provider \
+             on this machine (a detected local server, Ollama, a configured loopback URL) lists \
+             at the time of the call, and the default model.",
             Payload::of(method::Empty {}),
             Payload::of(ex::models_result()),
             errors(&[]),
             vec![],
+        ),
+        method(
+            names::PROVIDERS_CHECK,
+            "Every provider with where its API key comes from (never the key); with `probe`, \
+             each provider in use is asked for its model list to see that it answers and \
+             accepts its key.",
+            Payload::of(ex::providers_check_params()),
+            Payload::of(ex::providers_check_result()),
+            errors(&[]),
+            vec![
+                "A key in the daemon's environment wins over one stored by `rein login` in \
+                 `REIN_HOME/auth.toml`.",
+            ],
         ),
     ]
 }

@@ -16,15 +16,16 @@ use crate::message::{
     UserMessage,
 };
 use crate::method::{
-    ApprovalPolicy, ApprovalRespondParams, BranchParams, BranchResult, BusyBehavior,
+    ApprovalPolicy, ApprovalRespondParams, BranchParams, BranchResult, BusyBehavior, CheckVerdict,
     ClearQueueParams, ClientCapabilities, CompactParams, CompactResult, CreateSessionParams,
     DaemonCapabilities, DaemonInfo, ExcludedFile, ExportFormat, ExportParams, ExportResult,
-    ForkParams, InitializeParams, InitializeResult, LabelParams, ListSessionsParams,
+    ForkParams, InitializeParams, InitializeResult, KeySource, LabelParams, ListSessionsParams,
     ListSessionsResult, ListingError, MessagesResult, ModelsResult, PromptDisposition,
-    PromptParams, PromptResult, QueueMessageParams, QueueMessageResult, QueueSelector,
-    RenameParams, RunLimits, SessionRef, SessionState, SessionSummary, SetApprovalPolicyParams,
-    SetModelParams, SetThinkingParams, ShellParams, SubscribeParams, SubscriptionNotification,
-    TreeResult, TrustListResult, TrustParams,
+    PromptParams, PromptResult, ProviderCheck, ProviderStatus, ProvidersCheckParams,
+    ProvidersCheckResult, QueueMessageParams, QueueMessageResult, QueueSelector, RenameParams,
+    RunLimits, SessionRef, SessionState, SessionSummary, SetApprovalPolicyParams, SetModelParams,
+    SetThinkingParams, ShellParams, SubscribeParams, SubscriptionNotification, TreeResult,
+    TrustListResult, TrustParams,
 };
 use crate::model::{Api, ModelCost, ModelInfo, ModelRef, ThinkingLevel};
 use crate::version::PROTOCOL_VERSION;
@@ -197,6 +198,7 @@ pub fn daemon_info() -> DaemonInfo {
         default_model: Some("anthropic/claude-sonnet-4-5".into()),
         key_variables: vec!["ANTHROPIC_API_KEY".into()],
         missing_key_variables: vec!["OPENAI_API_KEY".into(), "OPENROUTER_API_KEY".into()],
+        local_server: None,
     }
 }
 
@@ -504,6 +506,41 @@ pub fn trust_params() -> TrustParams {
 /// `trust/list` result.
 pub fn trust_list_result() -> TrustListResult {
     TrustListResult { paths: vec![CWD.into(), "/home/ada/src/website".into()] }
+}
+
+/// `providers/check` params.
+pub fn providers_check_params() -> ProvidersCheckParams {
+    ProvidersCheckParams { probe: true }
+}
+
+/// `providers/check` result.
+pub fn providers_check_result() -> ProvidersCheckResult {
+    ProvidersCheckResult {
+        default_model: Some(model_ref().to_string()),
+        providers: vec![
+            ProviderStatus {
+                name: "anthropic".into(),
+                api: Api::Anthropic,
+                base_url: "https://api.anthropic.com/v1".into(),
+                key: KeySource::AuthFile { variable: "ANTHROPIC_API_KEY".into() },
+                in_use: true,
+                check: Some(ProviderCheck {
+                    verdict: CheckVerdict::Ok,
+                    status: Some(200),
+                    message: "listed 9 models".into(),
+                    models: 9,
+                }),
+            },
+            ProviderStatus {
+                name: "openai".into(),
+                api: Api::OpenAiResponses,
+                base_url: "https://api.openai.com/v1".into(),
+                key: KeySource::Missing { variable: "OPENAI_API_KEY".into() },
+                in_use: false,
+                check: None,
+            },
+        ],
+    }
 }
 
 /// `models/list` result.

@@ -6,7 +6,8 @@
 //! request consumes the next reply of the script. Every request is recorded (method, path,
 //! headers, JSON body) so tests can check what was sent. When the script runs out the server
 //! answers HTTP 500 with a text saying so, so a test that asks more than it scripted fails
-//! loudly. In loop mode the script starts over instead.
+//! loudly. In loop mode the script starts over instead. `GET …/models` is answered with a
+//! fixed model list ([`models`]) without consuming a reply.
 //!
 //! Every request is also checked against its API's documented rules ([`validate`]): one that
 //! breaks them is answered HTTP 400 like a real server would, recorded in
@@ -61,6 +62,7 @@
 //! ```
 
 pub mod encode;
+pub mod models;
 pub mod script;
 mod server;
 pub mod validate;

@@ -80,6 +80,16 @@ async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Request>
 /// exhausted) the number of the request that found it so.
 type Next = Result<(Reply, usize), usize>;
 
+/// Keeps `request` (its body parsed as `body`) in the list tests read.
+fn record(state: &mut State, request: Request, body: Value) {
+    state.requests.push(RecordedRequest {
+        method: request.method,
+        path: request.path,
+        headers: request.headers,
+        body,
+    });
+}
+
 fn next_reply(
     state: &Mutex<State>,
     request: Request,
@@ -88,12 +98,7 @@ fn next_reply(
     loop_script: bool,
 ) -> Next {
     let mut state = state.lock().unwrap_or_else(PoisonError::into_inner);
-    state.requests.push(RecordedRequest {
-        method: request.method,
-        path: request.path,
-        headers: request.headers,
-        body,
-    });
+    record(&mut state, request, body);
     let served = state.requests.len();
     if !problems.is_empty() {
         // Rejected like a real server would: the script is not consumed.
@@ -125,6 +130,11 @@ async fn handle(
 ) -> std::io::Result<()> {
     socket.set_nodelay(true)?;
     let Some(request) = read_request(&mut socket).await? else { return Ok(()) };
+    if super::models::is_models_request(&request.method, &request.path) {
+        let body = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+        record(&mut state.lock().unwrap_or_else(PoisonError::into_inner), request, body);
+        return respond(&mut socket, 200, "application/json", &[], &super::models::body()).await;
+    }
     let format = WireFormat::from_path(&request.path);
     let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
     let problems = match format {

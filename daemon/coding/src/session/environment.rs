@@ -53,6 +53,8 @@ pub struct SessionDefaults {
     pub approval_grace: Duration,
     /// The user's configuration file in force, if any (its hash goes into each run's record).
     pub config_file: Option<PathBuf>,
+    /// Files no tool reads, searches or changes (see `ToolContext::hidden_files`).
+    pub hidden_files: Vec<std::path::PathBuf>,
 }
 
 /// The default of [`SessionDefaults::approval_grace`].
@@ -69,6 +71,7 @@ impl Default for SessionDefaults {
             extra_prompt_sections: Vec::new(),
             approval_grace: DEFAULT_APPROVAL_GRACE,
             config_file: None,
+            hidden_files: Vec::new(),
         }
     }
 }

@@ -260,6 +260,7 @@ impl CodingSession {
             files: FileTracker::new(),
             locks: env.file_locks.clone(),
             output_dir: crate::tools::spill::session_dir(&env.output_dir, &id),
+            hidden_files: env.defaults.hidden_files.clone(),
         };
         let tools = coding_tools(tool_context.clone());
         let sources = context_sources(&env, &cwd);

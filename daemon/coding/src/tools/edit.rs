@@ -113,6 +113,9 @@ impl Tool for EditTool {
             };
             let path = paths::resolve(&self.ctx.cwd, &args.path);
             let shown = paths::display(&self.ctx.cwd, &path);
+            if self.ctx.is_hidden(&path) {
+                return super::hidden_file_error(&shown);
+            }
             let _guard = self.ctx.locks.lock(&path).await;
             let request = EditRequest {
                 path,

@@ -163,6 +163,9 @@ fn grep(ctx: &ToolContext, args: &Arguments, cancel: &CancellationToken) -> Tool
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
+        if ctx.is_hidden(entry.path()) {
+            continue;
+        }
         let relative = entry.path().strip_prefix(&root).unwrap_or(entry.path());
         if let Some(glob) = &glob
             && entry.depth() > 0

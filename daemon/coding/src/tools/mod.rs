@@ -82,6 +82,9 @@ pub struct ToolContext {
     pub locks: FileLocks,
     /// Where `bash` puts the full output of commands whose output was cut.
     pub output_dir: PathBuf,
+    /// Files no tool reads, searches or changes: the stored API keys (`REIN_HOME/auth.toml`).
+    /// (A `bash` command can still reach them by path unless a sandbox hides them.)
+    pub hidden_files: Vec<PathBuf>,
 }
 
 impl ToolContext {
@@ -94,8 +97,27 @@ impl ToolContext {
             files: FileTracker::new(),
             locks,
             output_dir: output_dir.into(),
+            hidden_files: Vec::new(),
         }
     }
+
+    /// Whether `path` is one of [`ToolContext::hidden_files`] (compared after resolving
+    /// symlinks and `..`, so another spelling of the path does not get around it).
+    pub fn is_hidden(&self, path: &std::path::Path) -> bool {
+        if self.hidden_files.is_empty() {
+            return false;
+        }
+        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        self.hidden_files.iter().any(|hidden| {
+            let hidden_real = std::fs::canonicalize(hidden).unwrap_or_else(|_| hidden.clone());
+            real == hidden_real || path == hidden
+        })
+    }
+}
+
+/// The error result for a tool call aimed at a hidden file.
+fn hidden_file_error(shown: &str) -> ToolOutput {
+    ToolOutput::error(format!("{shown} holds rein's stored API keys; tools may not use it"))
 }
 
 /// The full set of coding tools bound to one session's context, in the order they are
@@ -142,6 +164,37 @@ fn clip_line(line: &str, max_chars: usize) -> String {
             format!("{}... [{rest} more characters]", &line[..cut])
         }
         None => line.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod hidden_files_tests {
+    use super::test_support::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn no_tool_reads_searches_or_changes_a_hidden_file() {
+        let mut f = Fixture::new();
+        f.write("home/auth.toml", "[p]\napi_key = \"sk-hidden\"\n");
+        f.write("notes.txt", "api_key mentioned here\n");
+        f.ctx.hidden_files = vec![f.path("home/auth.toml")];
+        for path in ["home/auth.toml", "home/../home/./auth.toml"] {
+            let out = f.call("read", json!({"path": path})).await;
+            assert!(out.is_error && !text(&out).contains("sk-hidden"), "{}", text(&out));
+        }
+        let found = f.call("grep", json!({"pattern": "api_key"})).await;
+        assert!(text(&found).contains("notes.txt"), "{}", text(&found));
+        assert!(!text(&found).contains("sk-hidden"), "{}", text(&found));
+        let write = f.call("write", json!({"path": "home/auth.toml", "content": "x"})).await;
+        assert!(write.is_error && text(&write).contains("stored API keys"), "{}", text(&write));
+        let edit = f
+            .call(
+                "edit",
+                json!({"path": "home/auth.toml", "edits": [{"oldText": "sk", "newText": "x"}]}),
+            )
+            .await;
+        assert!(edit.is_error && text(&edit).contains("stored API keys"), "{}", text(&edit));
+        assert!(String::from_utf8(f.read("home/auth.toml")).unwrap().contains("sk-hidden"));
     }
 }
 

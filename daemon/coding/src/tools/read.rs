@@ -112,6 +112,9 @@ impl Tool for ReadTool {
 fn read(ctx: &ToolContext, args: &Arguments) -> ToolOutput {
     let path = paths::resolve(&ctx.cwd, &args.path);
     let shown = paths::display(&ctx.cwd, &path);
+    if ctx.is_hidden(&path) {
+        return super::hidden_file_error(&shown);
+    }
     match read_path(ctx, &path, &shown, args) {
         Ok(output) => output,
         Err(err) if err.kind() == std::io::ErrorKind::NotFound => {

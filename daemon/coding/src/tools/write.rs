@@ -80,6 +80,9 @@ impl Tool for WriteTool {
             };
             let path = paths::resolve(&self.ctx.cwd, &args.path);
             let shown = paths::display(&self.ctx.cwd, &path);
+            if self.ctx.is_hidden(&path) {
+                return super::hidden_file_error(&shown);
+            }
             let _guard = self.ctx.locks.lock(&path).await;
             let tracker = self.ctx.files.clone();
             let bytes = args.content.into_bytes();

@@ -31,8 +31,14 @@ const EVENT_TYPES: [&str; 7] = [
 /// Tagged unions with a catch-all variant: an unknown tag parses instead of failing, so a
 /// client built against this version skips what a newer daemon adds. A unit test keeps this
 /// list true to the types.
-const OPEN_UNIONS: [&str; 5] =
-    ["SessionEvent", "AssistantDelta", "SubscriptionItem", "DaemonEvent", "SessionEntry"];
+const OPEN_UNIONS: [&str; 6] = [
+    "SessionEvent",
+    "AssistantDelta",
+    "SubscriptionItem",
+    "DaemonEvent",
+    "SessionEntry",
+    "KeySource",
+];
 
 /// A tagged union's description, completed with its tag and whether it is open.
 fn union_summary(name: &str, tag: &str, description: &str) -> String {
@@ -220,6 +226,7 @@ mod tests {
             ("SessionEntry", accepts_unknown_tag::<SessionEntry>(entry, "type")),
             ("Message", accepts_unknown_tag::<Message>(empty.clone(), "role")),
             ("ContentBlock", accepts_unknown_tag::<ContentBlock>(empty.clone(), "type")),
+            ("KeySource", accepts_unknown_tag::<crate::method::KeySource>(empty.clone(), "source")),
             ("RepairAction", accepts_unknown_tag::<RepairAction>(empty, "action")),
         ];
         for (name, open) in probes {
