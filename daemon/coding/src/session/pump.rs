@@ -107,6 +107,7 @@ pub(crate) type OnFailure = Box<dyn Fn() + Send + Sync>;
 /// Passes one event on, persisting a finished message first: the message end is followed by
 /// the `EntryAppended` of its entry.
 fn forward(journal: &Journal, sink: &EventSink, on_failure: &OnFailure, event: SessionEvent) {
+    journal.unsaved().observe(&event);
     let message = match event {
         SessionEvent::MessageEnd { message } => message,
         SessionEvent::AgentEnd { run_id, reason, error, usage, turns } => {
