@@ -164,14 +164,25 @@ impl Client {
     }
 
     /// After the connection was cut before any answer: waits for the old daemon to exit,
-    /// starts a new one and connects to it. False when this client may not restart.
+    /// starts a new one and connects to it. False when this client may not restart, or when
+    /// the daemon did not exit (it is alive and closed the connection on purpose).
     async fn reconnect_to_new_daemon(&mut self) -> Result<bool, ClientError> {
         let Some(socket) = self.restart_on.take().filter(|_| !self.answered) else {
             return Ok(false);
         };
+        let owned = socket.clone();
+        let exited = tokio::task::spawn_blocking(move || {
+            launcher::wait_for_exit(&owned, launcher::EXIT_WAIT)
+        })
+        .await
+        .map_err(|error| ClientError::Io(std::io::Error::other(error)))?;
+        if !exited {
+            tracing::debug!(socket = %socket.display(), "the daemon closed the connection but keeps running");
+            return Ok(false);
+        }
         tracing::info!(socket = %socket.display(), "the daemon went away before answering; starting a new one");
         let owned = socket.clone();
-        tokio::task::spawn_blocking(move || launcher::restart_daemon(&owned))
+        tokio::task::spawn_blocking(move || launcher::start_daemon(&owned))
             .await
             .map_err(|error| ClientError::Io(std::io::Error::other(error)))??;
         let (recv, send) = tokio::io::split(connect_stream(&socket).await?);

@@ -5,8 +5,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// How long a client waits for a dying daemon to exit before starting a new one anyway.
-pub const EXIT_WAIT: Duration = Duration::from_secs(10);
+/// How long a client cut off before its first answer waits for the daemon to exit. A daemon
+/// still holding its lock after that is alive and closed the connection on purpose (a client
+/// of another user, too many connections), and the client reports that instead.
+pub const EXIT_WAIT: Duration = Duration::from_secs(5);
 
 /// Failures to start the daemon.
 #[derive(Debug, thiserror::Error)]
@@ -91,19 +93,6 @@ pub fn wait_for_exit(socket: &Path, timeout: Duration) -> bool {
         }
         std::thread::sleep(Duration::from_millis(25));
     }
-}
-
-/// Waits for the daemon that served `socket` to exit (see [`wait_for_exit`]), then starts a
-/// new one.
-pub fn restart_daemon(socket: &Path) -> Result<(), LaunchError> {
-    if !wait_for_exit(socket, EXIT_WAIT) {
-        return Err(LaunchError::Failed(format!(
-            "the daemon on {} stopped answering but did not exit within {} s",
-            socket.display(),
-            EXIT_WAIT.as_secs()
-        )));
-    }
-    start_daemon(socket)
 }
 
 #[cfg(test)]

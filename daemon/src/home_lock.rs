@@ -20,12 +20,7 @@ pub fn path(home: &Path) -> PathBuf {
 #[derive(Debug, thiserror::Error)]
 pub enum HomeLockError {
     /// Another daemon holds the home.
-    #[error(
-        "another reind (pid {}, socket {}) already uses REIN_HOME {}",
-        pid.map_or_else(|| "unknown".to_string(), |p| p.to_string()),
-        socket.as_ref().map_or_else(|| "unknown".to_string(), |s| s.display().to_string()),
-        home.display()
-    )]
+    #[error("{}", taken_message(home, *pid, socket.as_deref(), wanted))]
     Taken {
         /// The home.
         home: PathBuf,
@@ -33,6 +28,8 @@ pub enum HomeLockError {
         pid: Option<u32>,
         /// The socket it serves, when its lock file says.
         socket: Option<PathBuf>,
+        /// The socket this daemon was asked to serve.
+        wanted: PathBuf,
     },
     /// A file system step failed.
     #[error("cannot {action} {path}: {source}")]
@@ -46,6 +43,23 @@ pub enum HomeLockError {
     },
 }
 
+/// What a daemon refused for `home` says: that the socket is already served when the running
+/// daemon serves the one asked for, else which daemon uses the home.
+fn taken_message(home: &Path, pid: Option<u32>, socket: Option<&Path>, wanted: &Path) -> String {
+    let pid = pid.map_or_else(|| "unknown".to_string(), |p| p.to_string());
+    match socket {
+        Some(socket) if socket == wanted => {
+            format!("another reind (pid {pid}) is already serving {}", socket.display())
+        }
+        _ => format!(
+            "another reind (pid {pid}, socket {}) already uses REIN_HOME {}; one daemon per \
+             REIN_HOME",
+            socket.map_or_else(|| "unknown".to_string(), |s| s.display().to_string()),
+            home.display()
+        ),
+    }
+}
+
 /// The lock on the home, held while this value lives.
 #[derive(Debug)]
 pub struct HomeLock {
@@ -53,7 +67,7 @@ pub struct HomeLock {
 }
 
 /// Takes the home's lock for a daemon serving `socket`, or says which daemon has it.
-pub fn acquire(home: &Path, socket: &Path) -> Result<HomeLock, HomeLockError> {
+pub fn acquire(home: &Path, socket_wanted: &Path) -> Result<HomeLock, HomeLockError> {
     let path = path(home);
     let io = |action: &'static str, path: &Path| {
         let path = path.to_path_buf();
@@ -79,13 +93,14 @@ pub fn acquire(home: &Path, socket: &Path) -> Result<HomeLock, HomeLockError> {
             let mut text = String::new();
             let _ = file.read_to_string(&mut text);
             let (pid, socket) = parse(&text);
-            return Err(HomeLockError::Taken { home: home.to_path_buf(), pid, socket });
+            let wanted = socket_wanted.to_path_buf();
+            return Err(HomeLockError::Taken { home: home.to_path_buf(), pid, socket, wanted });
         }
         Err(TryLockError::Error(source)) => {
             return Err(HomeLockError::Io { action: "lock", path, source });
         }
     }
-    let record = format!("pid {}\nsocket {}\n", std::process::id(), socket.display());
+    let record = format!("pid {}\nsocket {}\n", std::process::id(), socket_wanted.display());
     file.set_len(0).map_err(io("truncate", &path))?;
     file.rewind().map_err(io("rewind", &path))?;
     file.write_all(record.as_bytes()).map_err(io("write", &path))?;
@@ -119,6 +134,8 @@ mod tests {
         assert!(text.contains(&format!("pid {}", std::process::id())), "{text}");
         assert!(text.contains("socket /tmp/one.sock"), "{text}");
         assert!(text.contains(&home.path().display().to_string()), "{text}");
+        let same = acquire(home.path(), Path::new("/tmp/one.sock")).unwrap_err().to_string();
+        assert!(same.contains("is already serving /tmp/one.sock"), "{same}");
         drop(first);
         let _second = acquire(home.path(), Path::new("/tmp/two.sock")).unwrap();
         let recorded = std::fs::read_to_string(path(home.path())).unwrap();

@@ -65,3 +65,18 @@ pub fn spawn(daemon: Arc<Daemon>) {
         }
     });
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_space_below_the_threshold_is_low() {
+        let home = tempfile::tempdir().unwrap();
+        let (free, low) = disk_status(home.path(), 0);
+        assert!(free.is_some_and(|free| free > 0));
+        assert!(!low);
+        let (_, low) = disk_status(home.path(), u64::MAX);
+        assert!(low);
+    }
+}

@@ -71,6 +71,15 @@ impl SmallFs {
         written
     }
 
+    /// Fills the file system, then gives back `free` bytes, so writes up to about that size
+    /// still succeed and larger ones fail.
+    pub fn fill_leaving(&self, free: u64) {
+        let written = self.fill();
+        if let Ok(file) = std::fs::OpenOptions::new().write(true).open(self.filler()) {
+            let _ = file.set_len(written.saturating_sub(free));
+        }
+    }
+
     /// Removes the filler file: the space is back.
     pub fn free(&self) {
         let _ = std::fs::remove_file(self.filler());

@@ -169,6 +169,41 @@ fn a_prompt_on_a_full_disk_fails_clearly_and_acknowledges_nothing() {
 }
 
 #[test]
+fn a_call_whose_reply_cannot_be_written_never_runs() {
+    let env_project = tempfile::tempdir().unwrap();
+    let marker = env_project.path().join("ran-marker");
+    // A reply too large for the space left, with a call that would leave a marker.
+    let command = format!("touch {}", marker.display());
+    let big_reply = Reply {
+        text: Some("z".repeat(512 * 1024)),
+        delta_size: Some(64 * 1024),
+        ..Reply::tool_call("bash", json!({"command": command}))
+    };
+    let script = vec![big_reply, Reply::text("after the space came back")];
+    let test = "a_call_whose_reply_cannot_be_written_never_runs";
+    let Some((env, fs)) = on_small_fs(script, test) else { return };
+    // Room for the new session and its prompt, not for the reply.
+    fs.fill_leaving(64 * 1024);
+    let failed = env.run(&["run", "--json", "--approve", "yolo", "try"]);
+    assert_exit(&failed, 1);
+    let events = run_events(&failed);
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["kind"].as_str()).collect();
+    assert!(events.iter().any(|e| e["kind"] == "error" && e["error_kind"] == "io"), "{kinds:?}");
+    assert!(!marker.exists(), "the call ran although its reply is not on disk");
+    let id = session_id(&stderr(&failed));
+    let path = session_path(&env, &id);
+    assert_acknowledged_on_disk(&events, &path);
+    fs.free();
+    let resumed = env.run(&["run", "--session", &id, "--approve", "yolo", "go on"]);
+    assert_exit(&resumed, 0);
+    assert!(!marker.exists());
+    let sent = request_messages(&env.requests()[1]);
+    let text = serde_json::to_string(&sent).unwrap();
+    assert!(!text.contains("zzzz"), "the unwritten reply is not sent: {}", &text[..200]);
+    assert_eq!(sent.len(), env.messages(&id).len() - 1);
+}
+
+#[test]
 fn a_deleted_or_replaced_session_file_never_loses_an_acknowledged_entry() {
     let script = vec![Reply::text("one"), Reply::text("two"), Reply::text("three")];
     let mut env = CliEnv::start(script);

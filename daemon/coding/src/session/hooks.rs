@@ -25,10 +25,6 @@ pub const NO_APPROVER_REASON: &str = "no client attached that can approve this c
      was not run; the user can attach a client that answers approvals or change the approval \
      policy (session/set_approval_policy)";
 
-/// The result of a call whose reply could not be written to the session file.
-pub const NOT_RECORDED_REASON: &str =
-    "not run: the session file could not be written, so the run stopped";
-
 /// What the model is told when every client that could approve a waiting call left and none
 /// came back within the grace period (`approvals.grace_secs`).
 pub const NO_APPROVER_LEFT_REASON: &str = "every client that could approve this call left and \
@@ -256,7 +252,7 @@ impl CodingSession {
         // A call runs only once the reply that made it is on disk.
         self.pump.catch_up().await;
         if self.journal.unsaved().holding() {
-            return ToolCallDecision::Block { reason: NOT_RECORDED_REASON.into() };
+            return ToolCallDecision::Block { reason: super::unsaved::NOT_RUN_UNRECORDED.into() };
         }
         let policy = self.approval_policy();
         let cwd = Path::new(&self.cwd);

@@ -692,6 +692,11 @@ impl CodingSession {
         self.shell.wait().await;
         self.pump.catch_up().await;
         self.pump.stop();
+        // Tool results a failed write held back are recorded now if there is room again, so
+        // the next load does not answer those calls as "interrupted".
+        if let Err(error) = self.journal.write(|_| Ok(())) {
+            tracing::warn!(session = %self.id, %error, "closing with tool results not recorded");
+        }
         self.journal.close();
     }
 

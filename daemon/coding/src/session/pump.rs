@@ -116,6 +116,7 @@ fn forward(
     setup: &SetupSlot,
     event: SessionEvent,
 ) {
+    journal.unsaved().observe(&event);
     let event = match event {
         SessionEvent::AgentEnd { run_id, reason, error, usage, turns } => {
             // The run that could not be written ended with an error, however it was stopped.

@@ -12,8 +12,13 @@
 use std::collections::HashSet;
 
 use rein_protocol::EntryKind;
-use rein_protocol::message::Message;
+use rein_protocol::event::SessionEvent;
+use rein_protocol::message::{ContentBlock, Message};
 use rein_session::Session;
+
+/// What a call that did not run because the session file could not be written is told.
+pub const NOT_RUN_UNRECORDED: &str =
+    "not run: the session file could not be written, so the run stopped";
 
 /// The failure state of one session's journal.
 #[derive(Debug, Default)]
@@ -26,6 +31,8 @@ pub(crate) struct Unsaved {
     held: Vec<Message>,
     /// The harness's history must be replaced by the file's before the next request.
     resync: bool,
+    /// Calls of the current run that started executing.
+    started: HashSet<String>,
 }
 
 impl Unsaved {
@@ -40,11 +47,29 @@ impl Unsaved {
         first
     }
 
-    /// Keeps a message of the failed run that is not written: tool results only.
-    pub(crate) fn hold(&mut self, message: &Message) {
-        if matches!(message, Message::ToolResult(_)) {
-            self.held.push(message.clone());
+    /// Follows the run: which calls started executing (a result of a call that never started
+    /// was made up by the loop when it stopped).
+    pub(crate) fn observe(&mut self, event: &SessionEvent) {
+        match event {
+            SessionEvent::AgentStart { .. } => self.started.clear(),
+            SessionEvent::ToolExecutionStart { tool_call_id, .. } => {
+                self.started.insert(tool_call_id.clone());
+            }
+            _ => {}
         }
+    }
+
+    /// Keeps a message of the failed run that is not written: tool results only. The result
+    /// of a call that never started says why it did not run (the loop only knows it was
+    /// stopped).
+    pub(crate) fn hold(&mut self, message: &Message) {
+        let Message::ToolResult(result) = message else { return };
+        let mut result = result.clone();
+        if !self.started.contains(&result.tool_call_id) {
+            result.content = vec![ContentBlock::text(NOT_RUN_UNRECORDED)];
+            result.is_error = true;
+        }
+        self.held.push(Message::ToolResult(result));
     }
 
     /// True while the run whose write failed is still going: its messages are not written.
@@ -139,8 +164,36 @@ mod tests {
     }
 
     #[test]
+    fn a_held_result_of_a_call_that_never_started_says_why() {
+        let mut unsaved = Unsaved::default();
+        unsaved.observe(&SessionEvent::AgentStart { run_id: "r".into() });
+        unsaved.observe(&SessionEvent::ToolExecutionStart {
+            tool_call_id: "ran".into(),
+            tool_name: "bash".into(),
+            arguments: serde_json::json!({}),
+        });
+        unsaved.fail("full".into(), &result("ran"));
+        unsaved.hold(&result("skipped"));
+        let texts: Vec<String> = unsaved
+            .held
+            .iter()
+            .map(|m| match m {
+                Message::ToolResult(r) => format!("{}:{:?}", r.is_error, r.content),
+                _ => String::new(),
+            })
+            .collect();
+        assert!(texts[0].starts_with("false:") && texts[0].contains("ran"), "{texts:?}");
+        assert!(texts[1].starts_with("true:") && texts[1].contains(NOT_RUN_UNRECORDED));
+    }
+
+    #[test]
     fn a_failed_run_refuses_writes_until_it_ends_and_resyncs_after_clearing() {
         let mut unsaved = Unsaved::default();
+        unsaved.observe(&SessionEvent::ToolExecutionStart {
+            tool_call_id: "c1".into(),
+            tool_name: "bash".into(),
+            arguments: serde_json::json!({}),
+        });
         assert!(!unsaved.holding());
         assert!(unsaved.fail("append to f: full".into(), &result("c1")));
         assert!(!unsaved.fail("append to f: full".into(), &result("c2")));
