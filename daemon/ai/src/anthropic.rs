@@ -203,9 +203,11 @@ fn mark_cache_breakpoint(messages: &mut [Value]) {
     }
 }
 
+/// A user or tool-result block; whitespace-only text is left out (the API rejects text blocks
+/// without non-whitespace text).
 fn user_block(block: &ContentBlock, images: bool) -> Option<Value> {
     match block {
-        ContentBlock::Text { text } if !text.is_empty() => {
+        ContentBlock::Text { text } if !text.trim().is_empty() => {
             Some(json!({"type": "text", "text": text}))
         }
         ContentBlock::Image { .. } if !images => {
