@@ -177,6 +177,7 @@ pub fn usage_update(state: &SessionState) -> Value {
 pub fn stop_reason(reason: EndReason, last_stop: Option<StopReason>) -> Option<&'static str> {
     match reason {
         EndReason::Completed if last_stop == Some(StopReason::Length) => Some("max_tokens"),
+        EndReason::Completed if last_stop == Some(StopReason::ContentFilter) => Some("refusal"),
         EndReason::Completed => Some("end_turn"),
         EndReason::Cancelled => Some("cancelled"),
         EndReason::MaxTurns
@@ -551,6 +552,15 @@ mod tests {
         };
         translator.translate(&long);
         assert_eq!(ended(translator.translate(&end("completed"))), (Some("max_tokens"), None));
+        let filtered: SessionEvent = SessionEvent::MessageEnd {
+            message: Message::Assistant(
+                serde_json::from_value::<AssistantMessage>(json!({"content": [], "api": "a",
+                    "provider": "p", "model": "m", "stop_reason": "content_filter"}))
+                .unwrap(),
+            ),
+        };
+        translator.translate(&filtered);
+        assert_eq!(ended(translator.translate(&end("completed"))), (Some("refusal"), None));
     }
 
     #[test]

@@ -119,6 +119,9 @@ pub fn request_body(request: &ProviderRequest, compat: &Compat) -> Value {
     } else {
         None
     };
+    // Thinking cannot be switched on in the middle of a tool loop whose assistant turn has no
+    // thinking of its own (another model's, say): the API wants that turn to start with it.
+    let wanted = wanted.filter(|_| !continues_turn_without_thinking(&messages));
     let (max_tokens, budget) = output_limits(request.options.max_tokens, wanted, model);
     let mut body = json!({
         "model": model.id,
@@ -170,6 +173,19 @@ pub fn output_limits(
     (max_tokens, Some(budget))
 }
 
+/// True when the request continues an assistant turn (the last message holds tool results)
+/// and that turn's assistant message does not start with a thinking block.
+fn continues_turn_without_thinking(messages: &[Value]) -> bool {
+    let [.., assistant, last] = messages else { return false };
+    if !is_tool_result_turn(last) || assistant["role"] != "assistant" {
+        return false;
+    }
+    let first = assistant["content"].as_array().and_then(|blocks| blocks.first());
+    !first.is_some_and(|block| {
+        matches!(block["type"].as_str(), Some("thinking" | "redacted_thinking"))
+    })
+}
+
 fn is_tool_result_turn(message: &Value) -> bool {
     message["role"] == "user"
         && message["content"]
@@ -187,9 +203,11 @@ fn mark_cache_breakpoint(messages: &mut [Value]) {
     }
 }
 
+/// A user or tool-result block; whitespace-only text is left out (the API rejects text blocks
+/// without non-whitespace text).
 fn user_block(block: &ContentBlock, images: bool) -> Option<Value> {
     match block {
-        ContentBlock::Text { text } if !text.is_empty() => {
+        ContentBlock::Text { text } if !text.trim().is_empty() => {
             Some(json!({"type": "text", "text": text}))
         }
         ContentBlock::Image { .. } if !images => {

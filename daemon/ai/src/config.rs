@@ -178,6 +178,29 @@ mod tests {
     }
 
     #[test]
+    fn model_compat_tables_parse_and_reject_typos() {
+        let config = ProvidersConfig::from_toml(
+            r#"
+            [providers.local.models."qwen3"]
+            compat = { stream_usage = false, max_tokens_field = "max_completion_tokens" }
+            "#,
+        )
+        .unwrap();
+        let compat = config.providers["local"].models["qwen3"].compat.unwrap();
+        assert_eq!(compat.stream_usage, Some(false));
+        assert_eq!(
+            compat.max_tokens_field,
+            Some(crate::compat::MaxTokensField::MaxCompletionTokens)
+        );
+        assert_eq!(compat.reasoning_content, None);
+        let err = ProvidersConfig::from_toml(
+            "[providers.local.models.\"m\"]\ncompat = { stream_usag = false }",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("stream_usag"), "{err}");
+    }
+
+    #[test]
     fn typos_and_unknown_apis_are_rejected() {
         let err = ProvidersConfig::from_toml("[providers.x]\nbase_ur = \"http://h\"").unwrap_err();
         assert!(err.to_string().contains("base_ur"), "{err}");

@@ -191,8 +191,17 @@ struct Chunk<'a> {
     choices: Option<Vec<Choice<'a>>>,
     #[serde(default)]
     usage: Option<WireUsage>,
+    /// Groq reports usage here (as well as, on newer versions, in `usage`).
+    #[serde(default)]
+    x_groq: Option<GroqExtra>,
     #[serde(default)]
     error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct GroqExtra {
+    #[serde(default)]
+    usage: Option<WireUsage>,
 }
 
 #[derive(Deserialize)]
@@ -349,7 +358,7 @@ impl ChatDecoder {
                 out.set_stop_reason(stop_reason(reason));
             }
         }
-        if let Some(usage) = chunk.usage {
+        if let Some(usage) = chunk.usage.or(chunk.x_groq.and_then(|extra| extra.usage)) {
             let cached = usage
                 .prompt_tokens_details
                 .and_then(|d| d.cached_tokens)

@@ -38,14 +38,20 @@ pub fn request_body(request: &ProviderRequest, compat: &Compat) -> Value {
                 let native = is_native(assistant, model);
                 // With `store: false` the server keeps nothing: a reasoning item can only be
                 // replayed with its `encrypted_content`, and a function call may name its
-                // `fc_…` item only next to the reasoning item that produced it.
-                let replayable = |block: &ContentBlock| match block {
-                    ContentBlock::Thinking { signature, .. } => {
-                        native && replayable_reasoning(signature.as_deref()).is_some()
-                    }
-                    _ => true,
-                };
-                let all_reasoning_replayed = assistant.content.iter().all(replayable);
+                // `fc_…` item only next to the reasoning items that produced it (without
+                // reasoning the id serves nothing, so it is left out).
+                let reasoning: Vec<bool> = assistant
+                    .content
+                    .iter()
+                    .filter_map(|block| match block {
+                        ContentBlock::Thinking { signature, .. } => {
+                            Some(native && replayable_reasoning(signature.as_deref()).is_some())
+                        }
+                        _ => None,
+                    })
+                    .collect();
+                let all_reasoning_replayed =
+                    !reasoning.is_empty() && reasoning.iter().all(|replayed| *replayed);
                 for block in &assistant.content {
                     match block {
                         ContentBlock::Text { text } if !text.is_empty() => input.push(json!({

@@ -393,6 +393,7 @@ mod tests {
             [providers.local.models."test-model"]
             context_window = 1000
             images = true
+            compat = { reasoning_effort = false }
             [providers.openai]
             base_url = "http://127.0.0.1:9/v1"
             api_key_env = ""
@@ -400,6 +401,8 @@ mod tests {
         )
         .unwrap();
         let registry = Registry::with_environment(config, env(&[])).unwrap();
+        let compat = &registry.entries["local"].settings.compat["test-model"];
+        assert_eq!(compat.reasoning_effort, Some(false));
         let local = registry.resolve(None).unwrap();
         assert_eq!(local.info.context_window, 1000);
         assert!(local.info.images && local.info.known);

@@ -489,6 +489,17 @@ mod tests {
     }
 
     #[test]
+    fn anthropic_tool_results_of_only_whitespace_are_sent_as_no_output() {
+        let model = model(Api::Anthropic);
+        let mut request = tool_loop(&model, vec![bash_call("toolu_1")]);
+        if let Some(Message::ToolResult(result)) = request.context.messages.last_mut() {
+            result.content = vec![ContentBlock::text("  \n")];
+        }
+        let body = request_body(&request);
+        assert_eq!(body["messages"][2]["content"][0]["content"][0]["text"], "(no output)");
+    }
+
+    #[test]
     fn compat_settings_drop_parameters_and_rename_the_output_cap() {
         let mut request = request(Api::OpenAiChat, ThinkingLevel::High, true);
         request.options.max_tokens = Some(100);

@@ -15,7 +15,9 @@
 //! Each stream is served by the fake provider in several chunkings (cuts in the middle of
 //! lines and of UTF-8 characters, CRLF line ends) and the assembled message is compared with
 //! an independent reading of the recording: text, thinking and signatures, tool names and
-//! arguments, usage and stop reason, or the error the provider reported.
+//! arguments, usage and stop reason, or the error the provider reported. The assembled
+//! message is then sent back in the next request (with results for its tool calls), which the
+//! fake provider's validator must accept.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test code
 
@@ -25,9 +27,11 @@ use common::*;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rein_ai::ProviderErrorKind;
-use rein_protocol::message::{AssistantMessage, ContentBlock, StopReason};
+use rein_protocol::message::{
+    AssistantMessage, ContentBlock, Message, StopReason, ToolResultMessage, UserMessage,
+};
 use rein_protocol::model::Api;
-use rein_testkit::fake_provider::{FakeProvider, RawReply};
+use rein_testkit::fake_provider::{FakeProvider, RawReply, Reply};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -532,6 +536,7 @@ async fn replay(path: &Path, seed: u64) -> Vec<String> {
     let want = expected(api, &payloads);
     let name = path.file_name().unwrap().to_string_lossy().to_string();
     let mut failures = Vec::new();
+    let mut last = None;
     for (label, pieces) in chunkings(api, &lines, seed) {
         eprintln!("replaying {name} [{label}]");
         let fake = FakeProvider::start(vec![RawReply::event_stream(pieces)]).await.unwrap();
@@ -554,13 +559,48 @@ async fn replay(path: &Path, seed: u64) -> Vec<String> {
                 Some(format!("expected the error {text:?}, got a complete message"))
             }
         };
-        let violations = fake.violations();
+        let violations = fake.take_violations();
         drop(fake);
         if let Some(problem) = problem {
             failures.push(format!("{name} [{label}]: {problem}"));
         }
         if !violations.is_empty() {
             failures.push(format!("{name}: invalid request: {violations:?}"));
+        }
+        if kind.is_none() {
+            last = Some(message);
+        }
+    }
+    // The request after the recorded reply (with results for its tool calls) must be one the
+    // server accepts: what it replays of the reply (reasoning, ids) is checked by the validator.
+    if let Some(reply) = last {
+        let mut history = hello();
+        let results: Vec<Message> = reply
+            .tool_calls()
+            .map(|call| {
+                Message::ToolResult(ToolResultMessage {
+                    tool_call_id: call.id.clone(),
+                    tool_name: call.name.clone(),
+                    content: vec![ContentBlock::text("done")],
+                    is_error: false,
+                    details: None,
+                    timestamp: 2,
+                })
+            })
+            .collect();
+        history.push(Message::Assistant(reply));
+        history.extend(results);
+        history.push(Message::User(UserMessage::text("and then?", 3)));
+        let fake = FakeProvider::start(vec![Reply::text("ok")]).await.unwrap();
+        let events = collect(&provider_with(settings(&fake, 0)), request(api, history)).await;
+        let (message, kind) = outcome(&events);
+        let violations = fake.take_violations();
+        drop(fake);
+        if kind.is_some() || !violations.is_empty() {
+            failures.push(format!(
+                "{name}: the next request was refused: {:?} {violations:?}",
+                message.error_message
+            ));
         }
     }
     failures

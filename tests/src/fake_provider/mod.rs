@@ -176,6 +176,12 @@ impl FakeProvider {
         self.lock().violations.clone()
     }
 
+    /// Like [`FakeProvider::violations`], but forgets them: for tests that report violations
+    /// themselves instead of failing when the server is dropped.
+    pub fn take_violations(&self) -> Vec<String> {
+        std::mem::take(&mut self.lock().violations)
+    }
+
     /// Appends a reply to the script.
     pub fn push(&self, reply: Reply) {
         let mut state = self.lock();

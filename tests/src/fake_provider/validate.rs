@@ -16,7 +16,8 @@
 //! - Anthropic Messages: the API reference for `POST /v1/messages` and the extended-thinking
 //!   and tool-use guides (turns starting with `user`, every `tool_use` answered in
 //!   the next message with `tool_result` blocks first, non-empty text, thinking budget from
-//!   1024 to below `max_tokens`, no `temperature` with thinking, at most 4 cache breakpoints).
+//!   1024 to below `max_tokens`, no `temperature` with thinking, a tool loop continued with
+//!   thinking on starts its assistant turn with thinking, at most 4 cache breakpoints).
 //! - DeepSeek thinking mode: `reasoning_content` on assistant messages is text.
 
 use super::encode::WireFormat;
@@ -479,6 +480,27 @@ fn anthropic(object: &Map<String, Value>, errors: &mut Vec<String>) {
         }
         if object.get("temperature").is_some_and(|t| t.as_f64() != Some(1.0)) {
             errors.push("`temperature` may only be 1 while thinking is enabled".into());
+        }
+        // Continuing a tool loop: the assistant turn being continued must start with thinking.
+        if let Some(messages) = object.get("messages").and_then(Value::as_array)
+            && let [.., assistant, last] = messages.as_slice()
+            && assistant.get("role").and_then(Value::as_str) == Some("assistant")
+            && last.get("content").and_then(Value::as_array).is_some_and(|blocks| {
+                blocks.iter().any(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+            })
+        {
+            let first = assistant
+                .get("content")
+                .and_then(Value::as_array)
+                .and_then(|blocks| blocks.first())
+                .and_then(|block| block.get("type"))
+                .and_then(Value::as_str);
+            if !matches!(first, Some("thinking" | "redacted_thinking")) {
+                errors.push(
+                    "with thinking enabled, an assistant message continued by tool results must                      start with a thinking or redacted_thinking block"
+                        .into(),
+                );
+            }
         }
     }
     let mut breakpoints = 0;
