@@ -362,3 +362,88 @@ fn info_window(daemon: &DaemonFixture) -> u64 {
     );
     result["capabilities"]["replay_buffer"].as_u64().unwrap()
 }
+
+#[test]
+fn histories_come_in_pages_that_fit_the_line_limit() {
+    let project = tempfile::tempdir().unwrap();
+    let replies = (0..8).map(|n| Reply::text(format!("answer {n} {}", "x".repeat(300)))).collect();
+    let fake = BackgroundFake::start(replies);
+    let mut daemon = DaemonFixture::new();
+    std::fs::write(daemon.home().join("config.toml"), fake.config("approval_policy = \"yolo\""))
+        .unwrap();
+    let max_line = 4096;
+    daemon.spawn_with(&["--max-line-bytes", &max_line.to_string()]);
+    let mut client = daemon.connect();
+    let state = client.call_ok(1, "session/create", json!({"cwd": project.path()}));
+    let session = state["session_id"].as_str().unwrap().to_string();
+    client.call_ok(2, "session/subscribe", json!({"session_id": session}));
+    for n in 0..8 {
+        let text = format!("question {n} {}", "q".repeat(300));
+        client.call_ok(3, "session/prompt", json!({"session_id": session, "text": text}));
+        client.events_until("settled");
+    }
+
+    // Messages, newest page first, each reply within the line limit.
+    let (mut stream, mut reader) = raw(&daemon);
+    let mut call = |method: &str, params: Value| -> Value {
+        let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        stream.write_all(format!("{request}\n").as_bytes()).unwrap();
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        assert!(line.len() <= max_line, "a {} byte reply to {method}", line.len());
+        let reply: Value = serde_json::from_str(&line).unwrap();
+        reply["result"].clone()
+    };
+    let mut pages = Vec::new();
+    let mut cursor = Value::Null;
+    loop {
+        let page = call("session/messages", json!({"session_id": session, "cursor": cursor}));
+        assert_eq!(page["total"], 16, "{page}");
+        pages.push(page["messages"].as_array().unwrap().clone());
+        cursor = page["next_cursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    assert!(pages.len() > 2, "16 messages of 300+ bytes fit one page: {}", pages.len());
+    let messages: Vec<Value> = pages.into_iter().rev().flatten().collect();
+    assert_eq!(messages.len(), 16);
+    for (n, pair) in messages.chunks(2).enumerate() {
+        assert_eq!(pair[0]["role"], "user");
+        assert!(pair[0].to_string().contains(&format!("question {n} ")), "{}", pair[0]);
+        assert_eq!(pair[1]["role"], "assistant");
+        assert!(pair[1].to_string().contains(&format!("answer {n} ")), "{}", pair[1]);
+    }
+    // A limit asks for the last few only.
+    let last = call("session/messages", json!({"session_id": session, "limit": 1}));
+    assert_eq!(last["messages"].as_array().unwrap().len(), 1);
+    assert!(last["messages"][0].to_string().contains("answer 7 "));
+
+    // The tree, first page first; pages join up without gap or repeat.
+    let mut ids = Vec::new();
+    let mut cursor = Value::Null;
+    let total = loop {
+        let page = call("session/tree", json!({"session_id": session, "cursor": cursor}));
+        let total = page["total"].as_u64().unwrap();
+        ids.extend(page["entries"].as_array().unwrap().iter().map(|e| e["id"].clone()));
+        cursor = page["next_cursor"].clone();
+        if cursor.is_null() {
+            break total;
+        }
+    };
+    assert_eq!(ids.len() as u64, total);
+    let unique: std::collections::HashSet<String> = ids.iter().map(Value::to_string).collect();
+    assert_eq!(unique.len(), ids.len());
+    // A cursor it never gave is refused with the field named.
+    let request = json!({"jsonrpc": "2.0", "id": 9, "method": "session/tree",
+                         "params": {"session_id": session, "cursor": "bogus"}});
+    let mut probe = daemon.connect();
+    probe.send_line(&request.to_string());
+    let error = probe.read_json();
+    assert_eq!(error["error"]["data"]["field"], "cursor", "{error}");
+    // `rein tree` follows the pages and draws the whole tree.
+    let output = daemon.run_rein(&["tree", &session]);
+    assert!(output.status.success(), "{output:?}");
+    let drawn = String::from_utf8_lossy(&output.stdout);
+    assert!(drawn.contains("answer 7") || drawn.lines().count() as u64 >= total, "{drawn}");
+}

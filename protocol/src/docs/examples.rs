@@ -18,12 +18,12 @@ use crate::method::{
     ApprovalPolicy, ApprovalRespondParams, BranchParams, BranchResult, BusyBehavior,
     ClearQueueParams, ClientCapabilities, CompactParams, CompactResult, CreateSessionParams,
     DaemonCapabilities, DaemonInfo, ExcludedFile, ExportFormat, ExportParams, ExportResult,
-    ForkParams, InitializeParams, InitializeResult, LabelParams, ListSessionsParams,
-    ListSessionsResult, MessagesResult, ModelsResult, PromptDisposition, PromptParams,
-    PromptResult, QueueMessageParams, QueueMessageResult, QueueSelector, RenameParams, RunLimits,
-    SessionRef, SessionState, SessionSummary, SetApprovalPolicyParams, SetModelParams,
-    SetThinkingParams, ShellParams, SubscribeParams, SubscriptionNotification, TreeResult,
-    TrustListResult, TrustParams,
+    ForkParams, HistoryPageParams, InitializeParams, InitializeResult, LabelParams,
+    ListSessionsParams, ListSessionsResult, MessagesResult, ModelsResult, PromptDisposition,
+    PromptParams, PromptResult, QueueMessageParams, QueueMessageResult, QueueSelector,
+    RenameParams, RunLimits, SessionRef, SessionState, SessionSummary, SetApprovalPolicyParams,
+    SetModelParams, SetThinkingParams, ShellParams, SubscribeParams, SubscriptionNotification,
+    TreeResult, TrustListResult, TrustParams,
 };
 use crate::model::{Api, ModelCost, ModelInfo, ModelRef, ThinkingLevel};
 use crate::version::PROTOCOL_VERSION;
@@ -299,7 +299,14 @@ pub fn messages_result() -> MessagesResult {
         leaf_id: Some("c3d4e5f6".into()),
         last_seq: 42,
         stream: STREAM.into(),
+        total: 3,
+        next_cursor: None,
     }
+}
+
+/// `session/messages` and `session/tree` params.
+pub fn history_page_params() -> HistoryPageParams {
+    HistoryPageParams { session_id: SESSION_ID.into(), limit: Some(50), cursor: None }
 }
 
 /// `session/tree` result.
@@ -316,6 +323,8 @@ pub fn tree_result() -> TreeResult {
             ),
         ],
         leaf_id: Some("c3d4e5f6".into()),
+        total: 3,
+        next_cursor: None,
     }
 }
 
