@@ -447,3 +447,38 @@ fn histories_come_in_pages_that_fit_the_line_limit() {
     let drawn = String::from_utf8_lossy(&output.stdout);
     assert!(drawn.contains("answer 7") || drawn.lines().count() as u64 >= total, "{drawn}");
 }
+
+#[test]
+fn a_chatty_command_makes_a_bounded_number_of_update_events() {
+    let project = tempfile::tempdir().unwrap();
+    let command = "for i in $(seq 1 60000); do echo line-$i; done";
+    let fake = BackgroundFake::start(vec![
+        Reply::tool_call("bash", json!({"command": command})),
+        Reply::text("done"),
+    ]);
+    let daemon = fake.daemon("approval_policy = \"yolo\"");
+    let mut client = daemon.connect();
+    let state = client.call_ok(1, "session/create", json!({"cwd": project.path()}));
+    let session = state["session_id"].as_str().unwrap().to_string();
+    client.call_ok(2, "session/subscribe", json!({"session_id": session}));
+    client.call_ok(3, "session/prompt", json!({"session_id": session, "text": "flood"}));
+    let events = client.events_until("settled");
+    let kind = |e: &Value| e["event"]["kind"].as_str().unwrap_or("").to_string();
+    let time_of = |wanted: &str| {
+        events.iter().find(|e| kind(e) == wanted).unwrap()["timestamp"].as_i64().unwrap()
+    };
+    let updates: Vec<&Value> =
+        events.iter().filter(|e| kind(e) == "tool_execution_update").collect();
+    let streamed: String = updates
+        .iter()
+        .flat_map(|e| e["event"]["content"].as_array().cloned().unwrap_or_default())
+        .filter_map(|block| block["text"].as_str().map(str::to_string))
+        .collect();
+    let expected: String = (1..=60000).map(|n| format!("line-{n}\n")).collect();
+    assert_eq!(streamed.len(), expected.len());
+    assert!(streamed == expected, "the streamed output differs from the command's");
+    // One update per 50 ms or per 16 KB at most, whatever the machine's speed.
+    let millis = (time_of("tool_execution_end") - time_of("tool_execution_start")).max(0) as usize;
+    let bound = millis / 50 + expected.len() / (16 * 1024) + 3;
+    assert!(updates.len() <= bound, "{} updates in {millis} ms", updates.len());
+}
