@@ -42,8 +42,9 @@ fn bench_fds_and_rss_over_many_runs() {
         std::env::var("BENCH_RUNS").ok().and_then(|n| n.parse().ok()).unwrap_or(10_000);
     let fake = BackgroundFake::start(Vec::new());
     let mut daemon = DaemonFixture::new();
-    std::fs::write(daemon.home().join("config.toml"), fake.config("approval_policy = \"yolo\""))
-        .unwrap();
+    // Each run makes a session of its own, unloaded a second after its run.
+    let config = fake.config("approval_policy = \"yolo\"\n[sessions]\nidle_unload_secs = 1");
+    std::fs::write(daemon.home().join("config.toml"), config).unwrap();
     daemon.spawn();
     let pid = daemon.pid().unwrap();
     let project = tempfile::tempdir().unwrap();
@@ -54,20 +55,24 @@ fn bench_fds_and_rss_over_many_runs() {
         let output = daemon
             .rein()
             .current_dir(project.path())
-            .args(["run", "--continue", "hi"])
+            .args(["run", "hi"])
             .stdin(std::process::Stdio::null())
             .output()
             .unwrap();
         assert!(output.status.success(), "run {n}: {output:?}");
         if n == 10 || (n + 1) % (runs / 10).max(1) == 0 {
-            samples.push((n + 1, open_fds(pid).unwrap(), rss_kib(pid).unwrap()));
+            let sample = (n + 1, open_fds(pid).unwrap(), rss_kib(pid).unwrap());
+            println!(
+                "after {:>6} runs: {:>4} fds, {:>7.1} MiB RSS",
+                sample.0,
+                sample.1,
+                mib(sample.2)
+            );
+            samples.push(sample);
         }
     }
     settle(&daemon);
     println!("runs: {runs} in {:?}", started.elapsed());
-    for (n, fds, rss) in &samples {
-        println!("after {n:>6} runs: {fds:>4} fds, {:>7.1} MiB RSS", mib(*rss));
-    }
     let (_, first_fds, _) = samples[0];
     let (_, last_fds, last_rss) = *samples.last().unwrap();
     println!("connections at the end: {}", connections(&daemon));
@@ -193,6 +198,17 @@ fn bench_rss_per_idle_session_per_buffered_event_and_after_closing() {
     }
     std::thread::sleep(Duration::from_secs(1));
     let closed = rss_kib(pid).unwrap();
+    // A second round: if closed sessions leaked, RSS would grow by as much again.
+    for _ in 0..sessions {
+        let state = client.call_ok(6, "session/create", json!({"cwd": project.path()}));
+        let id = state["session_id"].as_str().unwrap().to_string();
+        client.call_ok(7, "session/close", json!({"session_id": id}));
+    }
+    let second_round = rss_kib(pid).unwrap();
+    println!(
+        "after a second round of {sessions} sessions opened and closed: {:.1} MiB",
+        mib(second_round)
+    );
     println!(
         "RSS idle {:.1} MiB; {sessions} idle sessions {:.1} MiB ({:.1} KiB each); \
          {buffered_events} buffered events {:.1} MiB more ({:.0} bytes each); after closing \
