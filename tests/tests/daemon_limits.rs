@@ -111,6 +111,7 @@ fn the_open_file_limit_is_raised_to_the_hard_limit() {
 fn a_client_that_never_reads_stops_being_read_and_the_daemon_stays_small() {
     let mut daemon = DaemonFixture::new();
     daemon.spawn_with(&["--max-in-flight", "8"]);
+    eventually("only the probe is connected", || info(&daemon)["connections"] == 1);
     let pid = daemon.pid().unwrap();
     let before = rss_kib(pid).unwrap();
     let (mut stream, reader) = raw(&daemon);
@@ -215,6 +216,8 @@ fn the_daemon_wide_input_budget_refuses_what_it_cannot_hold() {
 fn over_the_connection_limit_daemon_calls_work_and_others_get_one_error_line() {
     let mut daemon = DaemonFixture::new();
     daemon.spawn_with(&["--max-connections", "2"]);
+    // The fixture's own start-up probe must be gone before the slots are counted.
+    eventually("only the probe is connected", || info(&daemon)["connections"] == 1);
     let mut first = daemon.connect();
     let mut second = daemon.connect();
     first.call_ok(1, "daemon/info", json!({}));
