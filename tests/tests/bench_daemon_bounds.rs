@@ -72,12 +72,25 @@ fn bench_fds_and_rss_over_many_runs() {
         }
     }
     settle(&daemon);
-    println!("runs: {runs} in {:?}", started.elapsed());
+    // Idle again: every run's session unloaded.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        let info = daemon.connect().call_ok(1, "daemon/info", json!({}));
+        if info["sessions_loaded"] == 0 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (end_fds, end_rss) = (open_fds(pid).unwrap(), rss_kib(pid).unwrap());
+    println!(
+        "runs: {runs} in {:?}; idle at the end: {end_fds} fds, {:.1} MiB RSS",
+        started.elapsed(),
+        mib(end_rss)
+    );
     let (_, first_fds, _) = samples[0];
-    let (_, last_fds, last_rss) = *samples.last().unwrap();
     println!("connections at the end: {}", connections(&daemon));
-    assert!(last_fds <= first_fds + 4, "descriptors grew from {first_fds} to {last_fds}");
-    assert!(last_rss < 300 * 1024, "RSS reached {} MiB", mib(last_rss));
+    assert!(end_fds <= first_fds + 4, "descriptors grew from {first_fds} to {end_fds}");
+    assert!(end_rss < 300 * 1024, "RSS reached {} MiB", mib(end_rss));
 }
 
 #[test]
@@ -150,6 +163,8 @@ fn bench_rss_under_partial_line_clients() {
     std::thread::sleep(Duration::from_secs(12));
     drop(clients);
     settle(&daemon);
+    // Give the allocator's purging (10 s decay) time to return the freed pages.
+    std::thread::sleep(Duration::from_secs(12));
     let after = rss_kib(pid).unwrap();
     println!(
         "40 clients x 15 MiB without newline: {refused} cut off by the input budget; RSS idle \
@@ -205,9 +220,13 @@ fn bench_rss_per_idle_session_per_buffered_event_and_after_closing() {
         client.call_ok(7, "session/close", json!({"session_id": id}));
     }
     let second_round = rss_kib(pid).unwrap();
+    std::thread::sleep(Duration::from_secs(15));
+    let later = rss_kib(pid).unwrap();
     println!(
-        "after a second round of {sessions} sessions opened and closed: {:.1} MiB",
-        mib(second_round)
+        "after a second round of {sessions} sessions opened and closed: {:.1} MiB, 15 s later \
+         {:.1} MiB",
+        mib(second_round),
+        mib(later)
     );
     println!(
         "RSS idle {:.1} MiB; {sessions} idle sessions {:.1} MiB ({:.1} KiB each); \
