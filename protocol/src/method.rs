@@ -265,6 +265,26 @@ pub struct SessionRef {
     pub session_id: String,
 }
 
+/// `session/messages` and `session/tree` params: a session and which page of its history.
+///
+/// Histories come in pages so that no reply outgrows the line limit. `session/messages` pages
+/// go backwards from the newest message; `session/tree` pages go forwards in file order. A
+/// page holds at most `limit` items and, whatever `limit` says, no more than fit the daemon's
+/// page size (a few MiB; one item larger than that comes alone). The reply's `next_cursor`,
+/// passed back as `cursor`, fetches the next page; it is absent on the last one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HistoryPageParams {
+    /// The session id.
+    pub session_id: String,
+    /// Most items in the page; as many as fit when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// Where the page starts: a `next_cursor` from an earlier page; the newest messages
+    /// (`session/messages`) or the first entries (`session/tree`) when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
 /// How tool calls are approved.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -450,16 +470,28 @@ pub struct MessagesResult {
     /// The event numbering `last_seq` belongs to (see `SessionState::stream`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub stream: String,
+    /// Messages on the active path in all (this page holds the last ones before the cursor).
+    #[serde(default)]
+    pub total: u64,
+    /// Fetches the page of older messages; absent when this page starts with the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// `session/tree` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TreeResult {
-    /// Every entry in file order.
+    /// Entries in file order (one page of them).
     pub entries: Vec<SessionEntry>,
     /// The active leaf.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leaf_id: Option<String>,
+    /// Entries in the session file in all.
+    #[serde(default)]
+    pub total: u64,
+    /// Fetches the next entries; absent when this page ends with the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// `session/fork` params.

@@ -113,6 +113,7 @@ fn a_client_that_never_reads_stops_being_read_and_the_daemon_stays_small() {
     daemon.spawn_with(|command| {
         command.args(["--max-in-flight", "8"]);
     });
+    eventually("only the probe is connected", || info(&daemon)["connections"] == 1);
     let pid = daemon.pid().unwrap();
     let before = rss_kib(pid).unwrap();
     let (mut stream, reader) = raw(&daemon);
@@ -223,6 +224,8 @@ fn over_the_connection_limit_daemon_calls_work_and_others_get_one_error_line() {
     daemon.spawn_with(|command| {
         command.args(["--max-connections", "2"]);
     });
+    // The fixture's own start-up probe must be gone before the slots are counted.
+    eventually("only the probe is connected", || info(&daemon)["connections"] == 1);
     let mut first = daemon.connect();
     let mut second = daemon.connect();
     first.call_ok(1, "daemon/info", json!({}));
@@ -369,4 +372,126 @@ fn info_window(daemon: &DaemonFixture) -> u64 {
         json!({"client_name": "probe", "protocol_version": "1.0", "capabilities": {}}),
     );
     result["capabilities"]["replay_buffer"].as_u64().unwrap()
+}
+
+#[test]
+fn histories_come_in_pages_that_fit_the_line_limit() {
+    let project = tempfile::tempdir().unwrap();
+    let replies = (0..8).map(|n| Reply::text(format!("answer {n} {}", "x".repeat(300)))).collect();
+    let fake = BackgroundFake::start(replies);
+    let mut daemon = DaemonFixture::new();
+    std::fs::write(daemon.home().join("config.toml"), fake.config("approval_policy = \"yolo\""))
+        .unwrap();
+    let max_line = 4096;
+    daemon.spawn_with(|command| {
+        command.args(["--max-line-bytes", &max_line.to_string()]);
+    });
+    let mut client = daemon.connect();
+    let state = client.call_ok(1, "session/create", json!({"cwd": project.path()}));
+    let session = state["session_id"].as_str().unwrap().to_string();
+    client.call_ok(2, "session/subscribe", json!({"session_id": session}));
+    for n in 0..8 {
+        let text = format!("question {n} {}", "q".repeat(300));
+        client.call_ok(3, "session/prompt", json!({"session_id": session, "text": text}));
+        client.events_until("settled");
+    }
+
+    // Messages, newest page first, each reply within the line limit.
+    let (mut stream, mut reader) = raw(&daemon);
+    let mut call = |method: &str, params: Value| -> Value {
+        let request = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        stream.write_all(format!("{request}\n").as_bytes()).unwrap();
+        let mut line = String::new();
+        reader.read_line(&mut line).unwrap();
+        assert!(line.len() <= max_line, "a {} byte reply to {method}", line.len());
+        let reply: Value = serde_json::from_str(&line).unwrap();
+        reply["result"].clone()
+    };
+    let mut pages = Vec::new();
+    let mut cursor = Value::Null;
+    loop {
+        let page = call("session/messages", json!({"session_id": session, "cursor": cursor}));
+        assert_eq!(page["total"], 16, "{page}");
+        pages.push(page["messages"].as_array().unwrap().clone());
+        cursor = page["next_cursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    assert!(pages.len() > 2, "16 messages of 300+ bytes fit one page: {}", pages.len());
+    let messages: Vec<Value> = pages.into_iter().rev().flatten().collect();
+    assert_eq!(messages.len(), 16);
+    for (n, pair) in messages.chunks(2).enumerate() {
+        assert_eq!(pair[0]["role"], "user");
+        assert!(pair[0].to_string().contains(&format!("question {n} ")), "{}", pair[0]);
+        assert_eq!(pair[1]["role"], "assistant");
+        assert!(pair[1].to_string().contains(&format!("answer {n} ")), "{}", pair[1]);
+    }
+    // A limit asks for the last few only.
+    let last = call("session/messages", json!({"session_id": session, "limit": 1}));
+    assert_eq!(last["messages"].as_array().unwrap().len(), 1);
+    assert!(last["messages"][0].to_string().contains("answer 7 "));
+
+    // The tree, first page first; pages join up without gap or repeat.
+    let mut ids = Vec::new();
+    let mut cursor = Value::Null;
+    let total = loop {
+        let page = call("session/tree", json!({"session_id": session, "cursor": cursor}));
+        let total = page["total"].as_u64().unwrap();
+        ids.extend(page["entries"].as_array().unwrap().iter().map(|e| e["id"].clone()));
+        cursor = page["next_cursor"].clone();
+        if cursor.is_null() {
+            break total;
+        }
+    };
+    assert_eq!(ids.len() as u64, total);
+    let unique: std::collections::HashSet<String> = ids.iter().map(Value::to_string).collect();
+    assert_eq!(unique.len(), ids.len());
+    // A cursor it never gave is refused with the field named.
+    let request = json!({"jsonrpc": "2.0", "id": 9, "method": "session/tree",
+                         "params": {"session_id": session, "cursor": "bogus"}});
+    let mut probe = daemon.connect();
+    probe.send_line(&request.to_string());
+    let error = probe.read_json();
+    assert_eq!(error["error"]["data"]["field"], "cursor", "{error}");
+    // `rein tree` follows the pages and draws the whole tree.
+    let output = daemon.run_rein(&["tree", &session]);
+    assert!(output.status.success(), "{output:?}");
+    let drawn = String::from_utf8_lossy(&output.stdout);
+    assert!(drawn.contains("answer 7") || drawn.lines().count() as u64 >= total, "{drawn}");
+}
+
+#[test]
+fn a_chatty_command_makes_a_bounded_number_of_update_events() {
+    let project = tempfile::tempdir().unwrap();
+    let command = "for i in $(seq 1 60000); do echo line-$i; done";
+    let fake = BackgroundFake::start(vec![
+        Reply::tool_call("bash", json!({"command": command})),
+        Reply::text("done"),
+    ]);
+    let daemon = fake.daemon("approval_policy = \"yolo\"");
+    let mut client = daemon.connect();
+    let state = client.call_ok(1, "session/create", json!({"cwd": project.path()}));
+    let session = state["session_id"].as_str().unwrap().to_string();
+    client.call_ok(2, "session/subscribe", json!({"session_id": session}));
+    client.call_ok(3, "session/prompt", json!({"session_id": session, "text": "flood"}));
+    let events = client.events_until("settled");
+    let kind = |e: &Value| e["event"]["kind"].as_str().unwrap_or("").to_string();
+    let time_of = |wanted: &str| {
+        events.iter().find(|e| kind(e) == wanted).unwrap()["timestamp"].as_i64().unwrap()
+    };
+    let updates: Vec<&Value> =
+        events.iter().filter(|e| kind(e) == "tool_execution_update").collect();
+    let streamed: String = updates
+        .iter()
+        .flat_map(|e| e["event"]["content"].as_array().cloned().unwrap_or_default())
+        .filter_map(|block| block["text"].as_str().map(str::to_string))
+        .collect();
+    let expected: String = (1..=60000).map(|n| format!("line-{n}\n")).collect();
+    assert_eq!(streamed.len(), expected.len());
+    assert!(streamed == expected, "the streamed output differs from the command's");
+    // One update per 50 ms or per 16 KB at most, whatever the machine's speed.
+    let millis = (time_of("tool_execution_end") - time_of("tool_execution_start")).max(0) as usize;
+    let bound = millis / 50 + expected.len() / (16 * 1024) + 3;
+    assert!(updates.len() <= bound, "{} updates in {millis} ms", updates.len());
 }

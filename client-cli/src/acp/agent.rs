@@ -247,10 +247,19 @@ impl Agent {
             self.call("session/open", json!({"session_id": session_id})).await?,
             "session state",
         )?;
-        let history: MessagesResult = parse(
+        // Messages come in pages, newest first; the editor is shown all of them in order.
+        let mut history: MessagesResult = parse(
             self.call("session/messages", json!({"session_id": session_id})).await?,
             "messages",
         )?;
+        while let Some(cursor) = history.next_cursor.take() {
+            let params = json!({"session_id": session_id, "cursor": cursor});
+            let older: MessagesResult =
+                parse(self.call("session/messages", params).await?, "messages")?;
+            let newer = std::mem::replace(&mut history.messages, older.messages);
+            history.messages.extend(newer);
+            history.next_cursor = older.next_cursor;
+        }
         for update in history.messages.iter().flat_map(replay_message) {
             self.peer.notify("session/update", json!({"sessionId": session_id, "update": update}));
         }

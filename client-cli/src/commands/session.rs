@@ -12,8 +12,8 @@ use rein_protocol::entry::{EntryKind, SessionEntry};
 use rein_protocol::message::{ContentBlock, Message};
 use rein_protocol::method::{
     BranchParams, BranchResult, CancelResult, CompactParams, CompactResult, ExportFormat,
-    ExportParams, ExportResult, LabelParams, ModelsResult, QueueMessageParams, QueueMessageResult,
-    SessionRef, SessionSummary, TreeResult, TrustParams, names,
+    ExportParams, ExportResult, HistoryPageParams, LabelParams, ModelsResult, QueueMessageParams,
+    QueueMessageResult, SessionRef, SessionSummary, TreeResult, TrustParams, names,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -101,7 +101,16 @@ pub fn format_sessions(sessions: &[SessionSummary], with_cwd: bool) -> String {
 /// `rein tree SESSION`.
 pub async fn tree(client: &mut Client, session: &str) -> Result<Report, ClientError> {
     let session_id = open(client, session).await?;
-    let result: TreeResult = client.call_as(names::SESSION_TREE, SessionRef { session_id }).await?;
+    // The tree comes in pages; the drawing needs all of it.
+    let mut params = HistoryPageParams { session_id, limit: None, cursor: None };
+    let mut result: TreeResult = client.call_as(names::SESSION_TREE, &params).await?;
+    while let Some(cursor) = result.next_cursor.take() {
+        params.cursor = Some(cursor);
+        let page: TreeResult = client.call_as(names::SESSION_TREE, &params).await?;
+        result.entries.extend(page.entries);
+        result.leaf_id = page.leaf_id;
+        result.next_cursor = page.next_cursor;
+    }
     let text = format_tree(&result.entries, result.leaf_id.as_deref());
     Ok(Report::new(result, text))
 }

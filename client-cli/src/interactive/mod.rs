@@ -21,8 +21,9 @@ use input::{BusyMode, HELP, Line, Slash};
 use output::Output;
 use rein_protocol::event::{SessionEvent, SubscriptionItem};
 use rein_protocol::method::{
-    ApprovalRespondParams, BusyBehavior, MessagesResult, PromptParams, QueueMessageParams,
-    RunLimits, SessionRef, SetModelParams, SetThinkingParams, ShellParams, names,
+    ApprovalRespondParams, BusyBehavior, HistoryPageParams, MessagesResult, PromptParams,
+    QueueMessageParams, RunLimits, SessionRef, SetModelParams, SetThinkingParams, ShellParams,
+    names,
 };
 use rustyline::error::ReadlineError;
 use serde_json::Value;
@@ -105,17 +106,23 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
 /// How many messages of the conversation so far are shown on attach.
 const RECENT_MESSAGES: usize = 6;
 
-/// Prints the end of the conversation so far, one line per message.
+/// Prints the end of the conversation so far, one line per message. Only the messages shown
+/// are fetched.
 async fn show_recent(client: &mut Client, session_id: &str, output: &mut Output) {
-    let params = SessionRef { session_id: session_id.to_string() };
+    let params = HistoryPageParams {
+        session_id: session_id.to_string(),
+        limit: Some(RECENT_MESSAGES as u32),
+        cursor: None,
+    };
     let result: Result<MessagesResult, _> = client.call_as(names::SESSION_MESSAGES, params).await;
     match result {
         Ok(result) if !result.messages.is_empty() => {
-            let skip = result.messages.len().saturating_sub(RECENT_MESSAGES);
+            let shown = result.messages.len() as u64;
+            let skip = result.total.saturating_sub(shown);
             if skip > 0 {
                 output.print(&format!("… {skip} earlier messages (/tree shows them all)\n"));
             }
-            for message in &result.messages[skip..] {
+            for message in &result.messages {
                 output.print(&format!("  {}\n", session_cmd::describe_message(message)));
             }
         }

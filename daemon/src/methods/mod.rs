@@ -8,6 +8,7 @@
 
 mod daemon;
 mod history;
+mod paging;
 mod providers;
 mod running;
 mod sessions;

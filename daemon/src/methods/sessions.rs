@@ -1,15 +1,17 @@
 //! A session's life and settings: create, list, open, close, delete, fork, state, messages,
 //! tree, label, rename, model, thinking level, approval policy.
 
+use super::paging::{Direction, page, page_bytes};
 use super::{command, session};
 use crate::hub::coding_error;
 use crate::rpc_error::RpcError;
 use crate::server::dispatch::ConnectionContext;
 use crate::validate;
+use rein_protocol::error::ErrorKind;
 use rein_protocol::method::{
-    Ack, CreateSessionParams, ForkParams, LabelParams, ListSessionsParams, ListSessionsResult,
-    MessagesResult, RenameParams, SessionRef, SessionState, SetApprovalPolicyParams,
-    SetModelParams, SetThinkingParams, TreeResult,
+    Ack, CreateSessionParams, ForkParams, HistoryPageParams, LabelParams, ListSessionsParams,
+    ListSessionsResult, MessagesResult, RenameParams, SessionRef, SessionState,
+    SetApprovalPolicyParams, SetModelParams, SetThinkingParams, TreeResult,
 };
 use std::sync::Arc;
 
@@ -91,30 +93,51 @@ pub async fn state(
     Ok(loaded.state())
 }
 
-/// `session/messages`.
+/// `session/messages`: a page of the messages on the active path, newest first in paging
+/// order (oldest first within the page).
 pub async fn messages(
-    params: SessionRef,
+    params: HistoryPageParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<MessagesResult, RpcError> {
     let loaded = session(&connection, &params.session_id).await?;
     // Read the seq first: events after it may already be reflected in the messages, never the
     // other way round, so a client resubscribing from it misses nothing.
     let state = loaded.state();
+    let mut messages = loaded.session.messages();
+    let budget = page_bytes(connection.daemon.options.max_line_bytes);
+    let page =
+        page(&messages, Direction::Backward, params.cursor.as_deref(), params.limit, budget)?;
+    let total = messages.len() as u64;
+    messages.truncate(page.range.end);
+    messages.drain(..page.range.start);
     Ok(MessagesResult {
-        messages: loaded.session.messages(),
+        messages,
         leaf_id: state.leaf_id,
         last_seq: state.last_seq,
         stream: state.stream,
+        total,
+        next_cursor: page.next_cursor,
     })
 }
 
-/// `session/tree`.
+/// `session/tree`: a page of the session file's entries in file order.
 pub async fn tree(
-    params: SessionRef,
+    params: HistoryPageParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<TreeResult, RpcError> {
     let loaded = session(&connection, &params.session_id).await?;
-    Ok(loaded.session.tree())
+    let budget = page_bytes(connection.daemon.options.max_line_bytes);
+    let read = loaded.session.read_tree(|entries, leaf_id| {
+        let page =
+            page(entries, Direction::Forward, params.cursor.as_deref(), params.limit, budget)?;
+        Ok(TreeResult {
+            entries: entries[page.range].to_vec(),
+            leaf_id: leaf_id.map(str::to_string),
+            total: entries.len() as u64,
+            next_cursor: page.next_cursor,
+        })
+    });
+    read.unwrap_or_else(|| Err(RpcError::new(ErrorKind::Io, "the session file cannot be read")))
 }
 
 /// `session/label`.

@@ -70,7 +70,8 @@ export class AttachedSession {
   private async resync(): Promise<void> {
     const history = await this.client.call<{ messages: never[]; last_seq: number }>(
       "session/messages",
-      { session_id: this.sessionId },
+      // Only the recent history is shown; the daemon sends it newest page first.
+      { session_id: this.sessionId, limit: 200 },
     );
     const current = await this.client.call<SessionState>("session/state", {
       session_id: this.sessionId,

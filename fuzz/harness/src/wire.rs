@@ -20,10 +20,10 @@ use rein_protocol::codec::{Frame, LineCodec};
 use rein_protocol::error::ErrorKind;
 use rein_protocol::method::{
     ApprovalRespondParams, BranchParams, ClearQueueParams, CompactParams, CreateSessionParams,
-    Empty, ExportParams, ForkParams, InitializeParams, InitializeResult, LabelParams,
-    ListSessionsParams, PromptParams, PromptResult, QueueMessageParams, RenameParams, SessionRef,
-    SessionState, SetApprovalPolicyParams, SetModelParams, SetThinkingParams, ShellParams,
-    SubscribeParams, TrustParams, UnsubscribeParams,
+    Empty, ExportParams, ForkParams, HistoryPageParams, InitializeParams, InitializeResult,
+    LabelParams, ListSessionsParams, PromptParams, PromptResult, QueueMessageParams, RenameParams,
+    SessionRef, SessionState, SetApprovalPolicyParams, SetModelParams, SetThinkingParams,
+    ShellParams, SubscribeParams, TrustParams, UnsubscribeParams,
 };
 use rein_protocol::{
     ContentBlock, DaemonEvent, EventEnvelope, Message, SessionEntry, SubscriptionItem,
@@ -165,6 +165,7 @@ pub fn check_all_params(raw: Option<&str>) {
     check_params::<Empty>(raw);
     check_params::<InitializeParams>(raw);
     check_params::<SessionRef>(raw);
+    check_params::<HistoryPageParams>(raw);
     check_params::<CreateSessionParams>(raw);
     check_params::<ListSessionsParams>(raw);
     check_params::<ForkParams>(raw);

@@ -328,19 +328,27 @@ pub fn methods() -> Vec<MethodDoc> {
         ),
         method(
             names::SESSION_MESSAGES,
-            "The messages on the active path, as the model will see them next.",
-            Payload::of(ex::session_ref()),
+            "The messages on the active path, as the model will see them next, a page at a time.",
+            Payload::of(ex::history_page_params()),
             Payload::of(ex::messages_result()),
             session_errors(&[]),
-            vec![],
+            vec![
+                "Pages go backwards: without `cursor` the page ends with the newest message; \
+                 `next_cursor` fetches the messages before it. A page never outgrows the line \
+                 limit, so a client that wants everything follows `next_cursor` until it is \
+                 absent; one that shows the last few asks for `limit` of them.",
+            ],
         ),
         method(
             names::SESSION_TREE,
-            "Every entry of the session file in file order, for navigating branches.",
-            Payload::of(ex::session_ref()),
+            "The entries of the session file in file order, for navigating branches, a page at a time.",
+            Payload::of(ex::history_page_params()),
             Payload::of(ex::tree_result()),
             session_errors(&[]),
-            vec![],
+            vec![
+                "Pages go forwards: without `cursor` the page starts with the first entry; \
+                 `next_cursor` fetches the entries after it, until it is absent.",
+            ],
         ),
         method(
             names::SESSION_LABEL,

@@ -19,13 +19,13 @@ use crate::method::{
     ApprovalPolicy, ApprovalRespondParams, BranchParams, BranchResult, BusyBehavior, CheckVerdict,
     ClearQueueParams, ClientCapabilities, CompactParams, CompactResult, CreateSessionParams,
     DaemonCapabilities, DaemonInfo, ExcludedFile, ExportFormat, ExportParams, ExportResult,
-    ForkParams, InitializeParams, InitializeResult, KeySource, LabelParams, ListSessionsParams,
-    ListSessionsResult, ListingError, MessagesResult, ModelsResult, PromptDisposition,
-    PromptParams, PromptResult, ProviderCheck, ProviderStatus, ProvidersCheckParams,
-    ProvidersCheckResult, QueueMessageParams, QueueMessageResult, QueueSelector, RenameParams,
-    RunLimits, SessionRef, SessionState, SessionSummary, SetApprovalPolicyParams, SetModelParams,
-    SetThinkingParams, ShellParams, SubscribeParams, SubscriptionNotification, TreeResult,
-    TrustListResult, TrustParams,
+    ForkParams, HistoryPageParams, InitializeParams, InitializeResult, KeySource, LabelParams,
+    ListSessionsParams, ListSessionsResult, ListingError, MessagesResult, ModelsResult,
+    PromptDisposition, PromptParams, PromptResult, ProviderCheck, ProviderStatus,
+    ProvidersCheckParams, ProvidersCheckResult, QueueMessageParams, QueueMessageResult,
+    QueueSelector, RenameParams, RunLimits, SessionRef, SessionState, SessionSummary,
+    SetApprovalPolicyParams, SetModelParams, SetThinkingParams, ShellParams, SubscribeParams,
+    SubscriptionNotification, TreeResult, TrustListResult, TrustParams,
 };
 use crate::model::{Api, ModelCost, ModelInfo, ModelRef, ThinkingLevel};
 use crate::version::PROTOCOL_VERSION;
@@ -318,7 +318,14 @@ pub fn messages_result() -> MessagesResult {
         leaf_id: Some("c3d4e5f6".into()),
         last_seq: 42,
         stream: STREAM.into(),
+        total: 3,
+        next_cursor: None,
     }
+}
+
+/// `session/messages` and `session/tree` params.
+pub fn history_page_params() -> HistoryPageParams {
+    HistoryPageParams { session_id: SESSION_ID.into(), limit: Some(50), cursor: None }
 }
 
 /// `session/tree` result.
@@ -335,6 +342,8 @@ pub fn tree_result() -> TreeResult {
             ),
         ],
         leaf_id: Some("c3d4e5f6".into()),
+        total: 3,
+        next_cursor: None,
     }
 }
 

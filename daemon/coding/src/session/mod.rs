@@ -426,12 +426,24 @@ impl CodingSession {
 
     /// Every entry of the session file, for navigation.
     pub fn tree(&self) -> TreeResult {
-        self.journal
-            .read(|file| TreeResult {
-                entries: file.tree().entries().to_vec(),
-                leaf_id: file.leaf_id().map(str::to_string),
-            })
-            .unwrap_or(TreeResult { entries: Vec::new(), leaf_id: None })
+        self.read_tree(|entries, leaf_id| TreeResult {
+            entries: entries.to_vec(),
+            leaf_id: leaf_id.map(str::to_string),
+            total: entries.len() as u64,
+            next_cursor: None,
+        })
+        .unwrap_or(TreeResult {
+            entries: Vec::new(),
+            leaf_id: None,
+            total: 0,
+            next_cursor: None,
+        })
+    }
+
+    /// Reads the entries of the session file (in file order) and the active leaf in place,
+    /// without copying them; `None` when the session file cannot be read.
+    pub fn read_tree<R>(&self, read: impl FnOnce(&[SessionEntry], Option<&str>) -> R) -> Option<R> {
+        self.journal.read(|file| read(file.tree().entries(), file.leaf_id())).ok()
     }
 
     /// The session as `session/list` shows it.

@@ -372,13 +372,64 @@ impl Tool for BashTool {
                 spill: self.ctx.bash.spill,
                 hidden_env: self.ctx.bash.hidden_env.clone(),
             };
-            let updates = invocation.updates.clone();
-            match run_command(&request, |chunk| updates.text(chunk), &invocation.cancel).await {
+            let (on_output, delivered) = coalesced_updates(invocation.updates.clone());
+            let outcome = run_command(&request, on_output, &invocation.cancel).await;
+            // The last batch goes out before the result does.
+            let _ = delivered.await;
+            match outcome {
                 Ok(outcome) => result(&outcome, timeout),
                 Err(err) => ToolOutput::error(format!("Cannot run the command: {err}")),
             }
         })
     }
+}
+
+/// Output is forwarded as an update at most this often ...
+const UPDATE_INTERVAL: Duration = Duration::from_millis(50);
+/// ... or as soon as this much of it is waiting.
+const UPDATE_BYTES: usize = 16 * 1024;
+
+/// Batches a command's output into updates: one per [`UPDATE_INTERVAL`] or per
+/// [`UPDATE_BYTES`], whichever comes first, so a command printing 60,000 short lines makes a
+/// few dozen events instead of one per line. Returns the callback for [`run_command`] and the
+/// task that sends the last batch once the callback is dropped.
+fn coalesced_updates(
+    updates: rein_agent::ToolUpdateSink,
+) -> (impl FnMut(&str), tokio::task::JoinHandle<()>) {
+    let (sender, mut chunks) = tokio::sync::mpsc::unbounded_channel::<String>();
+    let task = tokio::spawn(async move {
+        let mut pending = String::new();
+        let mut due: Option<tokio::time::Instant> = None;
+        loop {
+            let wait = async {
+                match due {
+                    Some(due) => tokio::time::sleep_until(due).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                chunk = chunks.recv() => match chunk {
+                    Some(chunk) => {
+                        pending.push_str(&chunk);
+                        due.get_or_insert_with(|| tokio::time::Instant::now() + UPDATE_INTERVAL);
+                        if pending.len() < UPDATE_BYTES {
+                            continue;
+                        }
+                    }
+                    None => {
+                        if !pending.is_empty() {
+                            updates.text(pending);
+                        }
+                        return;
+                    }
+                },
+                () = wait => {}
+            }
+            updates.text(std::mem::take(&mut pending));
+            due = None;
+        }
+    });
+    (move |chunk: &str| drop(sender.send(chunk.to_string())), task)
 }
 
 /// The tool result for a finished command.
@@ -509,6 +560,31 @@ mod tests {
             streamed.extend(blocks.iter().filter_map(|b| b.as_text().map(str::to_string)));
         }
         assert_eq!(streamed, "one\ntwo\n");
+    }
+
+    #[tokio::test]
+    async fn chatty_output_is_coalesced_into_few_updates() {
+        let f = Fixture::new();
+        let (updates, mut rx) = ToolUpdateSink::channel();
+        // One write per line: without batching, about one update each.
+        let args = json!({"command": "for i in $(seq 1 20000); do echo $i; done"});
+        let started = Instant::now();
+        let out = f.tool("bash").execute(invocation(args, updates, CancellationToken::new())).await;
+        let elapsed = started.elapsed();
+        assert!(!out.is_error);
+        let mut streamed = String::new();
+        let mut count = 0u128;
+        while let Ok(blocks) = rx.try_recv() {
+            count += 1;
+            streamed.extend(blocks.iter().filter_map(|b| b.as_text().map(str::to_string)));
+        }
+        let expected: String = (1..=20000).map(|n| format!("{n}\n")).collect();
+        assert_eq!(streamed, expected);
+        // At most one update per interval plus one per full batch (and the last one).
+        let bound = elapsed.as_millis() / UPDATE_INTERVAL.as_millis()
+            + (expected.len() / UPDATE_BYTES) as u128
+            + 2;
+        assert!(count <= bound, "{count} updates for 20,000 lines in {elapsed:?}");
     }
 
     #[tokio::test]

@@ -126,7 +126,8 @@ function M.attach(session_id)
     return fail("attach", err)
   end
   local history
-  err, history = c:call_sync("session/messages", { session_id = session_id })
+  -- Only the recent history is shown; the daemon sends it newest page first.
+  err, history = c:call_sync("session/messages", { session_id = session_id, limit = 200 })
   if err then
     return fail("attach", err)
   end

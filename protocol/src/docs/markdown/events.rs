@@ -29,11 +29,14 @@ pub(super) fn events(doc: &mut Markdown, reference: &Reference) -> Result<(), Do
     ));
     doc.block(
         "Every session event carries the session's `seq`, which increases by one per event. \
-         The daemon keeps a bounded replay buffer per session (its length is \
-         `capabilities.replay_buffer` from `initialize`), so a client that reconnects and \
-         subscribes with `after_seq` set to the last `seq` it saw misses nothing. When the \
-         buffer no longer reaches back that far, or when a client reads too slowly and events \
-         had to be dropped for it, the subscription ends with `resync_required` or `lagged`; \
+         The daemon keeps a bounded replay buffer per session (at most \
+         `capabilities.replay_buffer` events from `initialize`, and at most \
+         `sessions.replay_buffer_bytes` of them serialized, 4 MiB by default), so a client that \
+         reconnects and subscribes with `after_seq` set to the last `seq` it saw misses \
+         nothing; any `after_seq` inside the buffer is served in full. Subscribers read that \
+         one shared buffer. When the buffer no longer reaches back that far, or when a client \
+         reads so slowly that the buffer dropped an event before the client read it, the \
+         subscription ends with `resync_required` or `lagged`; \
          the client then calls `session/state` and `session/messages` and subscribes again \
          with `after_seq` set to the `last_seq` they return.",
     );

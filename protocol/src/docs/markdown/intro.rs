@@ -61,10 +61,50 @@ pub(super) fn intro(doc: &mut Markdown) {
         "Method names are `family/verb`. Params are always one JSON object with named members; \
          for a method without params send `{}` or leave `params` out. Each request gets one \
          response with the same `id`. Requests on one connection may be answered out of \
-         order (a slow `session/compact` does not hold up `session/state`), so match responses \
-         by `id`. The daemon never sends requests to the client; it sends notifications (no \
+         order (a slow `session/compact` does not hold up `session/state`; see Order below), \
+         so match responses by `id`. The daemon never sends requests to the client; it sends notifications (no \
          `id`) for the subscriptions the client made. Approval requests are therefore events \
          that the client answers with a call to `approval/respond`.",
+    );
+    doc.heading(3, "Order", None);
+    doc.block(
+        "Requests from one connection that change a session apply in the order they arrived: \
+         every request naming a `session_id` waits for the earlier ones of the same \
+         connection on the same session, so `session/set_model` then `session/prompt` written \
+         together prompts the new model, and 200 pipelined `session/rename` calls leave the \
+         last name. Their responses come in that order too. Reads (`session/open`, `state`, \
+         `messages`, `tree`, `queue`, `export`, `session/list`) and control calls \
+         (`session/cancel`, `session/clear_queue`, `approval/respond`) never wait: they may \
+         overtake commands sent before them. `initialize`, `session/subscribe` and the \
+         unsubscribe calls also keep their order among themselves, so a subscribe and an \
+         unsubscribe of its id (`sub-1`, `sub-2`, ... per connection) written together end \
+         with no subscription. There is no order between connections.",
+    );
+    doc.heading(3, "Request ids", None);
+    doc.block(
+        "An `id` is a string, a number or `null`, and the response carries it back exactly as \
+         sent, including negative, fractional and very large numbers (`-1`, `1.5`, `1e400`). \
+         A request whose `id` is of another type (object, array, boolean) is invalid and is \
+         answered with `invalid_request` and `id: null`. A request without `id` is a \
+         notification and gets no response.",
+    );
+    doc.heading(3, "Limits", None);
+    doc.block(
+        "The daemon bounds what one client can hold. A connection has at most 64 requests in \
+         hand at once (`reind --max-in-flight`); past that the daemon stops reading it until \
+         answers have been written, so a client that writes without reading is simply not \
+         read. A line must be finished within 60 s of its first byte \
+         (`--line-deadline-secs`), with no pause over 10 s in the middle of it \
+         (`--partial-line-idle-secs`), and all connections together may hold 64 MiB of \
+         unfinished lines (`--max-buffered-input`). A connection over one of these limits \
+         gets one error line (`invalid_request` for the deadlines, `overloaded` for the \
+         budget) with `id: null` and is closed. Over the connection limit \
+         (`--max-connections`, 4096) a new connection may still call `initialize`, \
+         `daemon/info` and `daemon/shutdown`; any other request, or 2 s of silence, gets \
+         one `overloaded` error line and the connection closes. When a client hangs up (end \
+         of input), its subscriptions end at once and the requests it already sent are \
+         answered before the connection closes. Histories come in pages \
+         (`session/messages`, `session/tree`) so that no reply outgrows the line limit.",
     );
     doc.heading(3, "Handshake and versions", None);
     doc.block(&format!(
