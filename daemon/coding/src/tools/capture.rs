@@ -85,7 +85,12 @@ impl OutputCapture {
 
     fn start_spill(&mut self) {
         self.spill_failed = true;
-        let created = std::fs::create_dir_all(&self.dir).and_then(|()| {
+        // The spill directory lives under REIN_HOME: owner only (the files are 0600 already).
+        let private_dir = {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir)
+        };
+        let created = private_dir.and_then(|()| {
             tempfile::Builder::new()
                 .prefix("bash-")
                 .suffix(".log")
