@@ -220,6 +220,11 @@ impl Hub {
         lock(&self.sessions).get(session_id).cloned()
     }
 
+    /// Whether `loaded` is still the loaded copy of its session (not unloaded meanwhile).
+    pub fn is_loaded(&self, loaded: &Arc<LoadedSession>) -> bool {
+        lock(&self.sessions).get(loaded.session.id()).is_some_and(|s| Arc::ptr_eq(s, loaded))
+    }
+
     fn all_loaded(&self) -> Vec<Arc<LoadedSession>> {
         lock(&self.sessions).values().cloned().collect()
     }
@@ -367,6 +372,7 @@ impl Hub {
             if sessions.get(loaded.session.id()).is_some_and(|s| Arc::ptr_eq(s, loaded)) {
                 sessions.remove(loaded.session.id());
             }
+            // A command waiting for the lock finds the session gone and loads it again.
         }
         loaded.session.close().await;
         loaded.events.close();
