@@ -219,8 +219,8 @@ pub fn methods() -> Vec<MethodDoc> {
                 "The daemon refuses a client whose protocol major version differs from its own \
                  with `incompatible_protocol`.",
                 "`pid` and `tty` are optional: an event that this client's request causes (an \
-                 answered approval, a model, thinking-level or policy change, a label) carries \
-                 `client` in its envelope with the name, pid and tty, so several terminals can \
+                 answered approval, a model, thinking-level or policy change, a label, the \
+                 `agent_end` of a run it cancelled) carries `client` in its envelope with the name, pid and tty, so several terminals can \
                  tell who did what.",
             ],
         ),
