@@ -204,7 +204,13 @@ pub fn coding_environment(
             approval_policy: config.approval_policy,
             limits,
             bash: rein_coding::BashSettings {
-                hidden_env: registry.key_variables(),
+                // The keys, and the hand-over variable of the daemon's re-execution (its
+                // descriptor is closed; a nested reind must not mistake it for its own).
+                hidden_env: registry
+                    .key_variables()
+                    .into_iter()
+                    .chain([crate::secrets::SECRETS_FD_VAR.to_string()])
+                    .collect(),
                 ..Default::default()
             },
             approval_grace: std::time::Duration::from_secs(config.approvals.grace_secs),

@@ -562,7 +562,7 @@ pub fn methods() -> Vec<MethodDoc> {
             "Trusts or revokes trust in a project directory.",
             Payload::of(ex::trust_params()),
             Payload::of(method::Ack::ok()),
-            errors(&[E::Io, E::InvalidParams]),
+            errors(&[E::Io]),
             vec![
                 "Only a trusted project's instruction files and configuration are read into \
                  the prompt. The change applies to sessions created or opened afterwards.",
