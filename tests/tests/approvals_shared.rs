@@ -161,3 +161,30 @@ fn when_every_approver_has_left_the_request_is_denied_after_the_grace_period() {
     let requests = fake.requests();
     assert!(requests.last().unwrap().body.to_string().contains("grace period"));
 }
+
+#[test]
+fn an_approver_that_disconnected_before_the_request_does_not_count() {
+    let project = tempfile::tempdir().unwrap();
+    let fake = BackgroundFake::start(vec![
+        Reply::tool_call("bash", json!({"command": "echo should-not-run > ran.txt"})),
+        Reply::text("understood"),
+    ]);
+    // A grace period far longer than any test: only an immediate denial lets this run end.
+    let daemon = fake.daemon("approval_policy = \"ask\"\n[approvals]\ngrace_secs = 3600");
+    let mut prompter = client(&daemon, "script", false, 100);
+    let state = prompter.call_ok(1, "session/create", json!({"cwd": project.path()}));
+    let session = state["session_id"].as_str().unwrap().to_string();
+    subscribe(&mut prompter, &session, None);
+    let mut approver = client(&daemon, "editor", true, 200);
+    subscribe(&mut approver, &session, None);
+    drop(approver);
+
+    prompter.call_ok(3, "session/prompt", json!({"session_id": session, "text": "run it"}));
+    let events = prompter.events_until("settled");
+    let resolved = find(&events, "approval_resolved");
+    assert_eq!(resolved["event"]["decision"], "deny", "{resolved}");
+    assert_eq!(resolved["event"]["resolved_by"], "daemon");
+    let reason = resolved["event"]["reason"].as_str().unwrap();
+    assert!(reason.contains("no client attached"), "{reason}");
+    assert!(!project.path().join("ran.txt").exists(), "the denied command ran");
+}
