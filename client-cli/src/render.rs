@@ -7,7 +7,9 @@
 //! run and the interactive attach share it and tests can check its output.
 
 use crate::style::{Paint, Style};
-use rein_protocol::event::{ApprovalDecision, AssistantDelta, EndReason, SessionEvent};
+use rein_protocol::event::{
+    ApprovalDecision, AssistantDelta, ClientIdentity, EndReason, EventEnvelope, SessionEvent,
+};
 use rein_protocol::message::{ContentBlock, Message};
 use serde_json::Value;
 
@@ -82,6 +84,22 @@ impl Renderer {
     /// Finished tool calls, oldest first.
     pub fn tool_outcomes(&self) -> &[ToolOutcome] {
         &self.tools
+    }
+
+    /// What to print for an event as delivered: an answered approval names the client that
+    /// answered with its pid and terminal when it gave them.
+    pub fn render_envelope(&mut self, envelope: &EventEnvelope) -> Vec<Chunk> {
+        if let (SessionEvent::ApprovalResolved { decision, reason, .. }, Some(client)) =
+            (&envelope.event, &envelope.client)
+        {
+            let mut out = Vec::new();
+            let text = approval_text(*decision, reason.as_deref(), &client_text(client));
+            let paint =
+                if *decision == ApprovalDecision::Deny { Paint::Error } else { Paint::Notice };
+            self.line(&mut out, paint, &text);
+            return out;
+        }
+        self.render(&envelope.event)
     }
 
     /// What to print for `event`.
@@ -353,6 +371,17 @@ pub fn end_reason_text(reason: EndReason, error: Option<&str>) -> Option<String>
     }
 }
 
+/// A client as a person can tell it apart: `rein (pid 4242, /dev/pts/3)`.
+pub fn client_text(client: &ClientIdentity) -> String {
+    let details: Vec<String> =
+        client.pid.map(|pid| format!("pid {pid}")).into_iter().chain(client.tty.clone()).collect();
+    if details.is_empty() {
+        client.name.clone()
+    } else {
+        format!("{} ({})", client.name, details.join(", "))
+    }
+}
+
 /// What to say when an approval was answered.
 pub fn approval_text(decision: ApprovalDecision, reason: Option<&str>, by: &str) -> String {
     let mut text = match decision {
@@ -517,6 +546,14 @@ mod tests {
 
     #[test]
     fn a_denial_by_the_daemon_explains_itself() {
+        let client =
+            ClientIdentity { name: "rein".into(), pid: Some(7), tty: Some("/dev/pts/3".into()) };
+        assert_eq!(client_text(&client), "rein (pid 7, /dev/pts/3)");
+        assert_eq!(
+            client_text(&ClientIdentity { name: "vim".into(), ..client.clone() }.clone()),
+            "vim (pid 7, /dev/pts/3)"
+        );
+        assert_eq!(client_text(&ClientIdentity { name: "x".into(), pid: None, tty: None }), "x");
         let text = approval_text(ApprovalDecision::Deny, Some("no approver"), "daemon");
         assert!(text.starts_with("denied by daemon: no approver"), "{text}");
         assert!(text.contains("--approve"));

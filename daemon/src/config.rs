@@ -310,7 +310,13 @@ pub fn session_defaults(
         approval_policy: config.approval_policy,
         limits,
         bash: rein_coding::BashSettings {
-            hidden_env: registry.key_variables(),
+            // The keys, and the hand-over variable of the daemon's re-execution (its
+            // descriptor is closed; a nested reind must not mistake it for its own).
+            hidden_env: registry
+                .key_variables()
+                .into_iter()
+                .chain([crate::secrets::SECRETS_FD_VAR.to_string()])
+                .collect(),
             spill: rein_coding::tools::spill::SpillLimits {
                 max_bytes: config.tools.spill_max_bytes,
                 min_free_bytes: config.storage.min_free_bytes,

@@ -95,8 +95,11 @@ pub fn check_run_dir(dir: &Path) -> Result<(), HomeError> {
 /// are). Returns the paths it changed.
 pub fn make_private(home: &Path) -> Result<Vec<PathBuf>, HomeError> {
     create_private_dir(home)?;
+    // A home that is itself a symlink (say into another disk) is the user's choice: follow
+    // that one link, and no other below it.
+    let home = home.canonicalize().map_err(io_error("resolve", home))?;
     let mut changed = Vec::new();
-    tighten(home, &mut changed)?;
+    tighten(&home, &mut changed)?;
     Ok(changed)
 }
 
@@ -150,8 +153,12 @@ mod tests {
         fs::set_permissions(&outside, fs::Permissions::from_mode(0o644)).unwrap();
         std::os::unix::fs::symlink(&outside, home.join("link")).unwrap();
 
-        let changed = make_private(&home).unwrap();
-        assert!(changed.contains(&sessions.join("s.jsonl")), "{changed:?}");
+        // Through a symlink to the home, as a user may keep it elsewhere.
+        let link = temp.path().join("home-link");
+        std::os::unix::fs::symlink(&home, &link).unwrap();
+        let changed = make_private(&link).unwrap();
+        let canonical = sessions.canonicalize().unwrap().join("s.jsonl");
+        assert!(changed.contains(&canonical), "{changed:?}");
         assert_eq!(mode(&home.join("sessions")), 0o700);
         assert_eq!(mode(&sessions), 0o700);
         assert_eq!(mode(&sessions.join("s.jsonl")), 0o600);

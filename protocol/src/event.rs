@@ -25,9 +25,9 @@ pub struct EventEnvelope {
     pub timestamp: i64,
     /// The event itself.
     pub event: SessionEvent,
-    /// The client whose request caused the event (an answered approval, a model or policy
-    /// change, a label), as it introduced itself at `initialize`; absent for events the
-    /// session's own run produced.
+    /// The client whose request caused the event (an answered approval, a model, thinking
+    /// level or policy change, a label or rename, the `agent_end` of a run it cancelled), as
+    /// it introduced itself at `initialize`; absent for events the session's own run produced.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client: Option<ClientIdentity>,
 }

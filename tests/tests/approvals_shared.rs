@@ -46,6 +46,7 @@ fn a_waiting_approval_outlives_its_approver_and_is_shown_to_the_next_one() {
     let fake = BackgroundFake::start(vec![
         Reply::tool_call("write", json!({"path": "made.txt", "content": "hello"})),
         Reply::text("written"),
+        Reply::tool_call("bash", json!({"command": "sleep 60"})),
     ]);
     // A long grace: the request must still be waiting when the second approver comes.
     let daemon = fake.daemon("approval_policy = \"ask\"\n[approvals]\ngrace_secs = 600");
@@ -97,6 +98,7 @@ fn a_waiting_approval_outlives_its_approver_and_is_shown_to_the_next_one() {
     assert_eq!(std::fs::read_to_string(target).unwrap(), "hello");
     // Events of the run itself name no client.
     assert!(find(&events, "agent_end").get("client").is_none());
+    assert!(find(&events, "tool_execution_end").get("client").is_none());
 
     // A client's other changes name it too.
     prompter.call_ok(
@@ -113,6 +115,15 @@ fn a_waiting_approval_outlives_its_approver_and_is_shown_to_the_next_one() {
     prompter.call_ok(6, "session/rename", json!({"session_id": session, "name": "renamed"}));
     let next = late.next_session_item();
     assert_ne!(next["event"]["kind"], "approval_requested", "{next}");
+
+    // A run cancelled by one client ends naming that client.
+    prompter.call_ok(7, "session/prompt", json!({"session_id": session, "text": "sleep"}));
+    watcher.events_until("tool_execution_start");
+    watcher.call_ok(8, "session/cancel", json!({"session_id": session}));
+    let end = watcher.events_until("agent_end").pop().unwrap();
+    assert_eq!(end["event"]["reason"], "cancelled", "{end}");
+    assert_eq!(end["client"]["name"], "watcher", "{end}");
+    assert_eq!(end["client"]["pid"], 300);
 }
 
 #[test]
@@ -149,4 +160,31 @@ fn when_every_approver_has_left_the_request_is_denied_after_the_grace_period() {
     // The model was sent the reason with the tool result.
     let requests = fake.requests();
     assert!(requests.last().unwrap().body.to_string().contains("grace period"));
+}
+
+#[test]
+fn an_approver_that_disconnected_before_the_request_does_not_count() {
+    let project = tempfile::tempdir().unwrap();
+    let fake = BackgroundFake::start(vec![
+        Reply::tool_call("bash", json!({"command": "echo should-not-run > ran.txt"})),
+        Reply::text("understood"),
+    ]);
+    // A grace period far longer than any test: only an immediate denial lets this run end.
+    let daemon = fake.daemon("approval_policy = \"ask\"\n[approvals]\ngrace_secs = 3600");
+    let mut prompter = client(&daemon, "script", false, 100);
+    let state = prompter.call_ok(1, "session/create", json!({"cwd": project.path()}));
+    let session = state["session_id"].as_str().unwrap().to_string();
+    subscribe(&mut prompter, &session, None);
+    let mut approver = client(&daemon, "editor", true, 200);
+    subscribe(&mut approver, &session, None);
+    drop(approver);
+
+    prompter.call_ok(3, "session/prompt", json!({"session_id": session, "text": "run it"}));
+    let events = prompter.events_until("settled");
+    let resolved = find(&events, "approval_resolved");
+    assert_eq!(resolved["event"]["decision"], "deny", "{resolved}");
+    assert_eq!(resolved["event"]["resolved_by"], "daemon");
+    let reason = resolved["event"]["reason"].as_str().unwrap();
+    assert!(reason.contains("no client attached"), "{reason}");
+    assert!(!project.path().join("ran.txt").exists(), "the denied command ran");
 }

@@ -41,6 +41,7 @@ fn hand_over(path: &std::path::Path) {
 fn attempts(pid: u32) -> String {
     format!(
         r#"echo "own-env: $(env | grep -c sk-canary)"
+echo "handover-var: $(env | grep -c REIN_SECRETS_FD)"
 echo "daemon-environ: $(tr '\0' '\n' < /proc/{pid}/environ | grep -c sk-canary)"
 found=0
 while read -r range perms rest; do
@@ -126,7 +127,7 @@ fn the_models_bash_cannot_read_the_key_from_anywhere() {
         .unwrap_or_else(|| panic!("no tool result in {stdout}"));
     let shown = result["event"]["result"]["content"][0]["text"].as_str().unwrap_or_default();
     assert!(shown.contains("attempts-done"), "the attempts did not run: {shown}");
-    for line in ["own-env: 0", "daemon-environ: 0", "daemon-memory: 0"] {
+    for line in ["own-env: 0", "handover-var: 0", "daemon-environ: 0", "daemon-memory: 0"] {
         assert!(shown.contains(line), "expected {line:?} in {shown}");
     }
     assert!(

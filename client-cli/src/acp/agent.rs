@@ -463,6 +463,8 @@ async fn forward_events(
 ) {
     let runs = &followed.runs;
     let mut translator = Translator::new();
+    // The last seq forwarded, so that after `lagged` the replay buffer can fill the gap.
+    let mut last_seq: Option<u64> = None;
     loop {
         let notification = match client.next_notification().await {
             Ok(notification) => notification,
@@ -484,7 +486,22 @@ async fn forward_events(
                 continue;
             }
         };
+        if let SubscriptionItem::Event(envelope) = &item {
+            last_seq = Some(envelope.seq);
+        }
         match item {
+            SubscriptionItem::Lagged { last_delivered_seq, .. } => {
+                // Ask for the rest from where the editor is; when the buffer no longer reaches
+                // back, `resync_required` follows and is handled below.
+                let after = last_seq.unwrap_or(last_delivered_seq);
+                let params = json!({"session_id": session_id, "after_seq": after});
+                if let Err(error) = client.call("session/subscribe", params).await {
+                    tracing::warn!("cannot resubscribe to {session_id}: {error}");
+                    let lost = Err(AcpError::internal(format!("lost the event stream: {error}")));
+                    lock_runs(runs).finish_all(&lost);
+                    return;
+                }
+            }
             SubscriptionItem::Event(envelope) => match translator.translate(&envelope.event) {
                 Translated::Updates(updates) => {
                     for update in updates {
@@ -554,7 +571,8 @@ async fn forward_events(
                     lock_runs(runs).finish(run_id, outcome);
                 }
             },
-            SubscriptionItem::Lagged { .. } | SubscriptionItem::ResyncRequired { .. } => {
+            SubscriptionItem::ResyncRequired { .. } => {
+                last_seq = None;
                 if let Err(error) = resubscribe(&mut client, &session_id, runs).await {
                     tracing::warn!("cannot resubscribe to {session_id}: {error}");
                     let lost = Err(AcpError::internal(format!("lost the event stream: {error}")));

@@ -259,7 +259,7 @@ impl RunFollower {
             if self.json {
                 println!("{}", notice.raw);
             } else {
-                print_chunks(self.renderer.render(&envelope.event));
+                print_chunks(self.renderer.render_envelope(&envelope));
             }
             match &envelope.event {
                 SessionEvent::AgentEnd { run_id, reason, .. } if *run_id == self.run_id => {

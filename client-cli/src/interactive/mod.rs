@@ -235,7 +235,7 @@ impl Attach {
             SubscriptionItem::Keepalive { .. } | SubscriptionItem::Unknown => return,
         };
         self.cursor.observe(&envelope);
-        let chunks = self.renderer.render(&envelope.event);
+        let chunks = self.renderer.render_envelope(&envelope);
         self.output.chunks(chunks);
         match envelope.event {
             SessionEvent::AgentStart { .. } => self.running = true,

@@ -3,7 +3,7 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::Write;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use rein_protocol::SessionEntry;
@@ -104,11 +104,23 @@ pub fn encode_file(
     Ok(out)
 }
 
+/// Mode of the files rein writes (owner read and write only).
+pub const PRIVATE_FILE_MODE: u32 = 0o600;
+/// Mode of the directories rein creates (owner only).
+pub const PRIVATE_DIR_MODE: u32 = 0o700;
+
 /// Writes `bytes` to `path` atomically: a temp file in the same directory, fsync, rename over
 /// the target, fsync the directory. A crash leaves either the old file or the new one.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<(), SessionError> {
     let temp = paths::temp_file(path);
-    let mut file = File::create(&temp).map_err(SessionError::io("create", &temp))?;
+    // Session files are the user's alone (0600), like everything under REIN_HOME.
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(PRIVATE_FILE_MODE)
+        .open(&temp)
+        .map_err(SessionError::io("create", &temp))?;
     file.write_all(bytes).map_err(SessionError::io("write", &temp))?;
     file.sync_all().map_err(SessionError::io("sync", &temp))?;
     drop(file);
@@ -139,6 +151,7 @@ impl SessionLock {
             .truncate(false)
             .read(true)
             .write(true)
+            .mode(PRIVATE_FILE_MODE)
             .open(&path)
             .map_err(SessionError::io("open lock file", &path))?;
         match file.try_lock() {
@@ -193,7 +206,11 @@ impl SessionFile {
         entries: &[SessionEntry],
     ) -> Result<Self, SessionError> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(SessionError::io("create directory", dir))?;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(PRIVATE_DIR_MODE)
+                .create(dir)
+                .map_err(SessionError::io("create directory", dir))?;
         }
         let lock = SessionLock::acquire(path)?;
         if path.exists() {
@@ -314,6 +331,7 @@ pub fn keep_damaged_lines(
     let mut file = OpenOptions::new()
         .create(true)
         .append(true)
+        .mode(PRIVATE_FILE_MODE)
         .open(&sidecar)
         .map_err(SessionError::io("open", &sidecar))?;
     file.write_all(&bytes).map_err(SessionError::io("write", &sidecar))?;

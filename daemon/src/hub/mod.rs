@@ -55,7 +55,7 @@ use rein_coding::session::{
     ApprovalGate, CodingEnvironment, CodingError, CodingSession, EventSink,
 };
 use rein_protocol::error::ErrorKind;
-use rein_protocol::event::{DaemonEvent, SessionEvent};
+use rein_protocol::event::{ClientIdentity, DaemonEvent, EndReason, SessionEvent};
 use rein_protocol::method::{CreateSessionParams, ListSessionsResult};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -124,6 +124,8 @@ pub struct LoadedSession {
     /// The approval requests waiting for an answer.
     pub pending: Arc<PendingApprovals>,
     approvers: Arc<Approvers>,
+    /// The client whose `session/cancel` the next cancelled run's end is to name.
+    canceller: Arc<Mutex<Option<ClientIdentity>>>,
     last_activity: Mutex<Instant>,
 }
 
@@ -150,6 +152,17 @@ impl LoadedSession {
     pub fn add_approver(&self) -> ApproverGuard {
         self.approvers.0.send_modify(|n| *n += 1);
         ApproverGuard(self.approvers.clone())
+    }
+
+    /// Cancels what runs in the session on behalf of the calling client, whom the cancelled
+    /// run's `agent_end` then names. False when nothing was running.
+    pub fn cancel(&self) -> bool {
+        *lock(&self.canceller) = crate::clients::caller();
+        let cancelled = self.session.cancel();
+        if !cancelled {
+            *lock(&self.canceller) = None;
+        }
+        cancelled
     }
 
     /// Subscribers that can answer approvals now.
@@ -230,6 +243,11 @@ impl Hub {
         lock(&self.sessions).get(session_id).cloned()
     }
 
+    /// Whether `loaded` is still the loaded copy of its session (not unloaded meanwhile).
+    pub fn is_loaded(&self, loaded: &Arc<LoadedSession>) -> bool {
+        lock(&self.sessions).get(loaded.session.id()).is_some_and(|s| Arc::ptr_eq(s, loaded))
+    }
+
     fn all_loaded(&self) -> Vec<Arc<LoadedSession>> {
         lock(&self.sessions).values().cloned().collect()
     }
@@ -243,8 +261,10 @@ impl Hub {
         ));
         let pending = Arc::new(PendingApprovals::default());
         let approvers = Arc::new(Approvers::default());
+        let canceller: Arc<Mutex<Option<ClientIdentity>>> = Arc::default();
         let sink_events = events.clone();
         let sink_pending = pending.clone();
+        let sink_canceller = canceller.clone();
         let daemon_events = self.daemon_events.clone();
         let sink: EventSink = Arc::new(move |event: SessionEvent| {
             let lifecycle = match &event {
@@ -252,7 +272,20 @@ impl Hub {
                 SessionEvent::Settled => Some((String::new(), false)),
                 _ => None,
             };
-            sink_pending.publish(&sink_events, event, now_millis(), crate::clients::caller());
+            // A cancelled run's end names the client that cancelled it; events a request
+            // causes directly name the request's client.
+            let client = match &event {
+                SessionEvent::AgentEnd { reason: EndReason::Cancelled, .. } => {
+                    lock(&sink_canceller).take()
+                }
+                // A cancel that stopped no run (a shell command, say) names nobody later.
+                SessionEvent::AgentStart { .. } => {
+                    lock(&sink_canceller).take();
+                    crate::clients::caller()
+                }
+                _ => crate::clients::caller(),
+            };
+            sink_pending.publish(&sink_events, event, now_millis(), client);
             if let (Some((run_id, running)), Some(session_id)) =
                 (lifecycle, sink_events.session_id())
             {
@@ -264,11 +297,11 @@ impl Hub {
                 });
             }
         });
-        Wiring { events, pending, approvers, sink }
+        Wiring { events, pending, approvers, canceller, sink }
     }
 
     fn insert(&self, session: Arc<CodingSession>, wiring: Wiring) -> Arc<LoadedSession> {
-        let Wiring { events, pending, approvers, sink: _ } = wiring;
+        let Wiring { events, pending, approvers, canceller, sink: _ } = wiring;
         events.bind(session.id().to_string());
         let loaded = Arc::new(LoadedSession {
             session,
@@ -276,6 +309,7 @@ impl Hub {
             command_lock: tokio::sync::Mutex::new(()),
             pending,
             approvers,
+            canceller,
             last_activity: Mutex::new(Instant::now()),
         });
         lock(&self.sessions).insert(loaded.session.id().to_string(), loaded.clone());
@@ -377,6 +411,7 @@ impl Hub {
             if sessions.get(loaded.session.id()).is_some_and(|s| Arc::ptr_eq(s, loaded)) {
                 sessions.remove(loaded.session.id());
             }
+            // A command waiting for the lock finds the session gone and loads it again.
         }
         loaded.session.close().await;
         loaded.events.close();
@@ -467,6 +502,7 @@ struct Wiring {
     events: Arc<EventLog>,
     pending: Arc<PendingApprovals>,
     approvers: Arc<Approvers>,
+    canceller: Arc<Mutex<Option<ClientIdentity>>>,
     sink: EventSink,
 }
 

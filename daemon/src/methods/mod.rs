@@ -138,15 +138,22 @@ fn connection(extensions: &Extensions) -> Result<Arc<ConnectionContext>, ErrorOb
 }
 
 /// Runs a command that changes a session: loads it, waits its turn behind the session's other
-/// commands, and maps a coding-layer failure onto the wire.
+/// commands, and maps a coding-layer failure onto the wire. A session unloaded while the
+/// command waited (unloading takes the same lock) is loaded again, so the command never runs
+/// on a closed session.
 async fn command<R>(
     connection: &ConnectionContext,
     session_id: &str,
     run: impl AsyncFnOnce(&CodingSession) -> Result<R, CodingError>,
 ) -> Result<R, RpcError> {
-    let loaded = session(connection, session_id).await?;
-    let _serial = loaded.command_lock.lock().await;
-    run(&loaded.session).await.map_err(coding_error)
+    loop {
+        let loaded = session(connection, session_id).await?;
+        let _serial = loaded.command_lock.lock().await;
+        if !connection.daemon.hub.is_loaded(&loaded) {
+            continue;
+        }
+        return run(&loaded.session).await.map_err(coding_error);
+    }
 }
 
 /// The session named by a call, loading it on first use.

@@ -64,7 +64,7 @@ pub async fn cancel(
     connection: Arc<ConnectionContext>,
 ) -> Result<CancelResult, RpcError> {
     let loaded = session(&connection, &params.session_id).await?;
-    Ok(CancelResult { cancelled: loaded.session.cancel() })
+    Ok(CancelResult { cancelled: loaded.cancel() })
 }
 
 /// `session/queue`.

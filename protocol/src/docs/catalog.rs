@@ -218,6 +218,10 @@ pub fn methods() -> Vec<MethodDoc> {
                  that skips it gets the default capabilities (no approvals).",
                 "The daemon refuses a client whose protocol major version differs from its own \
                  with `incompatible_protocol`.",
+                "`pid` and `tty` are optional: an event that this client's request causes (an \
+                 answered approval, a model, thinking-level or policy change, a label, the \
+                 `agent_end` of a run it cancelled) carries `client` in its envelope with the name, pid and tty, so several terminals can \
+                 tell who did what.",
             ],
         ),
         method(
@@ -270,6 +274,10 @@ pub fn methods() -> Vec<MethodDoc> {
                 "Unset options take the configured defaults. When the project is not trusted, \
                  its instruction files are left out of the prompt and listed in \
                  `excluded_files`.",
+                "`cwd` must be an absolute path to an existing directory; the session records \
+                 its canonical form (symlinks, `.` and `..` resolved), which `cwd` in the \
+                 result shows. `model` must read `PROVIDER/MODEL` with no empty, `.` or `..` \
+                 part (`invalid_params` otherwise).",
             ],
         ),
         method(
@@ -522,6 +530,18 @@ pub fn methods() -> Vec<MethodDoc> {
                  closes, or the subscription ends with `lagged` or `resync_required`.",
                 "With `after_seq`, buffered events after it are delivered first; when the \
                  buffer no longer reaches back that far the first item is `resync_required`.",
+                "Approval requests still waiting are part of the session's state: a new \
+                 subscription is sent each waiting `approval_requested` first, with its \
+                 original seq (it may lie at or before `after_seq`), unless its replay \
+                 delivers it anyway.",
+                "A subscription of a client that declared the `approvals` capability counts as \
+                 an approver exactly while it lasts (an unsubscribe or a closed connection ends \
+                 it at once; while a request waits, such subscriptions get a `keepalive` item \
+                 each second so a vanished client is noticed). A call needing approval with no \
+                 approver attached is denied at once; when the last approver leaves while a \
+                 request waits, the request is denied after `approvals.grace_secs` (default \
+                 30) unless one comes back. Either way the model is told why in the tool \
+                 result.",
             ],
         ),
         method(
@@ -554,6 +574,9 @@ pub fn methods() -> Vec<MethodDoc> {
             vec![
                 "Only a trusted project's instruction files and configuration are read into \
                  the prompt. The change applies to sessions created or opened afterwards.",
+                "`path` must be absolute and is recorded canonical. Trusting `/` or the \
+                 daemon's home directory would trust every project below it and is refused \
+                 with `invalid_params` unless `force` is true; revoking needs no force.",
             ],
         ),
         method(

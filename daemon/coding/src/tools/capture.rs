@@ -99,7 +99,12 @@ impl OutputCapture {
             self.spill_end = Some(SpillOutcome::NotWritten { reason });
             return;
         }
-        let created = std::fs::create_dir_all(&self.dir).and_then(|()| {
+        // The spill directory lives under REIN_HOME: owner only (the files are 0600 already).
+        let private_dir = {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&self.dir)
+        };
+        let created = private_dir.and_then(|()| {
             tempfile::Builder::new()
                 .prefix("bash-")
                 .suffix(".log")
