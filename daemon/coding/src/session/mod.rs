@@ -315,6 +315,7 @@ impl CodingSession {
     pub fn reconfigure(&self, env: CodingEnvironment) {
         let hidden_changed = env.defaults.bash != lock(&self.env).defaults.bash;
         *lock(&self.env) = env.clone();
+        self.harness.set_limits(env.defaults.limits.clone());
         if hidden_changed {
             let context = {
                 let mut context = lock(&self.tool_context);
@@ -429,8 +430,7 @@ impl CodingSession {
     /// it or queues the prompt as a follow-up. Returns at once; progress arrives as events.
     pub async fn prompt(&self, params: PromptParams) -> Result<PromptResult, CodingError> {
         let content = user_content(params.text, params.images)?;
-        let limits = self.project_config()?.limits(&self.env().defaults.limits);
-        let limits = limits.with_overrides(&params.limits);
+        let limits = self.run_limits()?.with_overrides(&params.limits);
         let receipt = self.submit(content, Some(limits), params.when_busy)?;
         Ok(PromptResult { run_id: receipt.id, disposition: receipt.disposition })
     }
@@ -441,7 +441,9 @@ impl CodingSession {
         text: String,
         images: Vec<ContentBlock>,
     ) -> Result<QueueMessageResult, CodingError> {
-        let receipt = self.submit(user_content(text, images)?, None, Some(BusyBehavior::Steer))?;
+        let limits = Some(self.run_limits()?);
+        let receipt =
+            self.submit(user_content(text, images)?, limits, Some(BusyBehavior::Steer))?;
         Ok(queue_result(receipt))
     }
 
@@ -452,7 +454,8 @@ impl CodingSession {
         images: Vec<ContentBlock>,
     ) -> Result<QueueMessageResult, CodingError> {
         let content = user_content(text, images)?;
-        let receipt = self.submit(content, None, Some(BusyBehavior::FollowUp))?;
+        let limits = Some(self.run_limits()?);
+        let receipt = self.submit(content, limits, Some(BusyBehavior::FollowUp))?;
         Ok(queue_result(receipt))
     }
 
@@ -615,6 +618,12 @@ impl CodingSession {
     pub fn project_config(&self) -> Result<ProjectConfig, CodingError> {
         let files = lock(&self.prompt).project_config_files();
         Ok(ProjectConfig::load(&files)?)
+    }
+
+    /// The limits of a run starting now: the configured ones with the trusted project's in
+    /// their place where it sets them.
+    fn run_limits(&self) -> Result<RunLimits, CodingError> {
+        Ok(self.project_config()?.limits(&self.env().defaults.limits))
     }
 
     /// The approval policy in force.
