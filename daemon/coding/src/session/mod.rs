@@ -192,12 +192,13 @@ impl CodingSession {
                 params.cwd
             )));
         }
+        // Read before the file is created, so a broken project file leaves no empty session.
+        let project =
+            ProjectConfig::load(&context_sources(&env, &params.cwd).load().project_config)?;
         let mut file = env.store.create(&params.cwd)?;
         if let Some(name) = params.name.clone() {
             file.set_name(Some(name))?;
         }
-        let project =
-            ProjectConfig::load(&context_sources(&env, &params.cwd).load().project_config)?;
         let model =
             ModelSlot::resolve(&env.registry, params.model.as_deref().or(project.model.as_deref()));
         let thinking = params.thinking_level.unwrap_or(env.defaults.thinking_level);
