@@ -3,6 +3,7 @@
 use anyhow::Context;
 use clap::Parser;
 use rein_ai::registry::Registry;
+use rein_coding::process_groups;
 use rein_daemon::hub::Hub;
 use rein_daemon::keys::KeyStore;
 use rein_daemon::server::limits::ConnectionLimits;
@@ -66,6 +67,13 @@ struct Args {
 const EXIT_ALREADY_RUNNING: u8 = 3;
 
 fn main() -> ExitCode {
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if raw.get(1).is_some_and(|flag| flag == process_groups::EXEC_FLAG) {
+        // A tool command being launched: become it (only returns on failure).
+        let error = process_groups::exec_with_parent_death(&raw[2..]);
+        eprintln!("reind: cannot start the command: {error}");
+        return ExitCode::from(127);
+    }
     let args = Args::parse();
     match run(args) {
         Ok(code) => code,
@@ -206,6 +214,13 @@ fn reap_tool_groups(home: &std::path::Path) {
     }
     if let Err(error) = rein_coding::process_groups::init(&run_dir) {
         tracing::warn!(%error, "cannot record tool process groups");
+    }
+    // `/proc/self/exe` still reaches this binary after it was replaced on disk (an upgrade
+    // while the daemon runs); the child resolves it to the same executable.
+    let own = std::path::Path::new("/proc/self/exe");
+    match if own.exists() { Ok(own.to_path_buf()) } else { std::env::current_exe() } {
+        Ok(binary) => process_groups::set_launcher(binary),
+        Err(error) => tracing::warn!(%error, "tool commands will not die with the daemon"),
     }
 }
 

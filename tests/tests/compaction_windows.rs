@@ -128,3 +128,34 @@ fn a_single_large_prompt_is_sent_verbatim() {
     assert!(!is_summary_request(&requests[0]));
     assert!(request_mentions(&requests[0], "BIG-PROMPT"));
 }
+
+/// One request whose tool work fills an 8k window: the run compacts mid-way and goes on, and
+/// the request after the compaction still carries the user's prompt word for word.
+#[test]
+fn a_long_run_on_one_prompt_compacts_mid_run_and_keeps_the_prompt() {
+    let window = 8_192;
+    let step = |n: u64, tokens: u64| Reply {
+        usage: Some(ScriptUsage { input: tokens, output: 10, ..ScriptUsage::default() }),
+        ..Reply::tool_call("bash", serde_json::json!({"command": format!("echo step-{n}")}))
+    };
+    let script = vec![
+        step(1, 1_000),
+        step(2, 2_000),
+        step(3, 3_000),
+        step(4, window * 9 / 10),
+        Reply::text("SUMMARY-OF-THE-FIRST-STEPS"),
+        answer("all done", 2_000),
+    ];
+    let env = env_with_window(script, window);
+    let output = env.run(&["run", "do-the-long-task with care"]);
+    assert_exit(&output, 0);
+    let requests = env.requests();
+    assert_eq!(requests.len(), 6);
+    let summaries: Vec<usize> =
+        (0..requests.len()).filter(|&i| is_summary_request(&requests[i])).collect();
+    assert_eq!(summaries, [4]);
+    let last = requests[5].body.to_string();
+    assert!(last.contains("SUMMARY-OF-THE-FIRST-STEPS"), "{last}");
+    assert!(last.contains("do-the-long-task with care"), "the prompt was lost: {last}");
+    assert!(last.contains("step-4"), "the latest step was not kept: {last}");
+}

@@ -125,3 +125,25 @@ fn daemon_info_names_the_keys_it_sees_and_restart_hands_over_the_callers() {
     assert!(seen.contains(&json!("ANTHROPIC_API_KEY")), "{info}");
     assert_ne!(info["pid"], json!(child.id()), "a new daemon runs");
 }
+
+/// The newcomer's path from the README: the first prompt started the daemon without a key,
+/// the key is exported afterwards, and the next prompt says how to hand it over.
+#[test]
+fn a_prompt_tells_how_to_hand_a_new_key_to_the_daemon() {
+    let mut daemon = DaemonFixture::new();
+    daemon.spawn();
+    let project = tempfile::Builder::new().prefix("rein-project-").tempdir().unwrap();
+    let output = daemon
+        .rein()
+        .current_dir(project.path())
+        .env("ANTHROPIC_API_KEY", "sk-ant-exported-later")
+        .args(["run", "--approve", "yolo", "hello"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_exit(&output, 1);
+    let error = stderr(&output);
+    assert!(error.contains("ANTHROPIC_API_KEY is set in this shell"), "{error}");
+    assert!(error.contains("rein daemon restart"), "{error}");
+    assert!(!error.contains("sk-ant-exported-later"), "{error}");
+}

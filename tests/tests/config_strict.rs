@@ -130,6 +130,9 @@ fn a_mistake_in_a_trusted_projects_config_is_reported() {
     assert_exit(&output, 1);
     assert!(stderr(&output).contains("`providers` can only be set"), "{}", stderr(&output));
     assert!(env.requests().is_empty());
+    // Refused before anything was written: no empty session is left behind.
+    let listed = env.rpc_ok("session/list", json!({}));
+    assert_eq!(listed["sessions"], json!([]), "{listed}");
 }
 
 #[test]

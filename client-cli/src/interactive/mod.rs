@@ -50,6 +50,7 @@ enum Next {
 pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientError> {
     let mut client = Client::connect_or_start(socket).await?;
     client.initialize(true).await?;
+    crate::commands::daemon::warn(&mut client).await;
     let (state, created) = session::prepare(&mut client, &request).await?;
     if created
         && request.model.is_none()

@@ -4,7 +4,9 @@
 //! own. Two things make sure those groups die with the daemon:
 //!
 //! - On Linux the leader gets a parent-death signal (`PR_SET_PDEATHSIG` = `SIGKILL`), so it is
-//!   killed the moment the daemon dies, however it dies.
+//!   killed the moment the daemon dies, however it dies. The daemon starts each command through
+//!   its own binary ([`command`], [`EXEC_FLAG`]), which asks for the signal and then becomes
+//!   the command.
 //! - Each running group is recorded in `REIN_HOME/run/tool-groups/` (leader pid, the leader's
 //!   start time and the daemon's own pid and start time). A daemon that starts finds the
 //!   records a crashed daemon left and kills what is left of those groups (children that
@@ -49,27 +51,52 @@ pub fn init(run_dir: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Asks the kernel to kill the command when the daemon dies (Linux; elsewhere nothing).
-pub fn kill_with_parent(command: &mut tokio::process::Command) {
-    #[cfg(target_os = "linux")]
-    {
-        let parent = std::process::id();
-        // SAFETY: the closure runs in the child between fork and exec and only makes two
-        // async-signal-safe system calls (prctl, getppid); it allocates nothing.
-        #[allow(unsafe_code)]
-        unsafe {
-            command.pre_exec(move || {
-                nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
-                // The daemon died between fork and prctl: the signal will never come.
-                if u32::try_from(nix::unistd::getppid().as_raw()).ok() != Some(parent) {
-                    return Err(std::io::Error::other("the daemon exited"));
-                }
-                Ok(())
-            });
+/// The argument that makes the daemon's binary a launcher for one tool command: `reind
+/// EXEC_FLAG DAEMON_PID PROGRAM ARGS...` sets the parent-death signal and then becomes
+/// `PROGRAM ARGS...` (see [`exec_with_parent_death`]).
+pub const EXEC_FLAG: &str = "--exec-tool-command";
+
+static LAUNCHER: OnceLock<PathBuf> = OnceLock::new();
+
+/// Names the binary that launches tool commands with a parent-death signal (the daemon's own
+/// executable, which handles [`EXEC_FLAG`]); only the first call counts. Without it commands
+/// start directly (tests, other hosts of the tools).
+pub fn set_launcher(binary: PathBuf) {
+    let _ = LAUNCHER.set(binary);
+}
+
+/// A command that runs `program`: through the launcher when one is set, so the kernel kills it
+/// when the daemon dies. Going through a launcher binary (instead of a `pre_exec` hook) keeps
+/// the spawn a plain `posix_spawn` and needs no unsafe code.
+pub fn command(program: &Path) -> tokio::process::Command {
+    match LAUNCHER.get() {
+        Some(launcher) => {
+            let mut command = tokio::process::Command::new(launcher);
+            command.arg(EXEC_FLAG).arg(std::process::id().to_string()).arg(program);
+            command
         }
+        None => tokio::process::Command::new(program),
     }
-    #[cfg(not(target_os = "linux"))]
-    let _ = command;
+}
+
+/// The launcher's side (`args` are what follows [`EXEC_FLAG`]): asks for `SIGKILL` when the
+/// parent dies (Linux), checks the parent is still the daemon that asked, and replaces this
+/// process with the program. Returns only on failure.
+pub fn exec_with_parent_death(args: &[std::ffi::OsString]) -> std::io::Error {
+    use std::os::unix::process::CommandExt;
+    let [daemon_pid, program, rest @ ..] = args else {
+        return std::io::Error::other("usage: EXEC_FLAG DAEMON_PID PROGRAM [ARGS...]");
+    };
+    #[cfg(target_os = "linux")]
+    if let Err(error) = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL) {
+        return std::io::Error::from(error);
+    }
+    // The daemon died before the signal was asked for: it will never come.
+    let parent = nix::unistd::getppid().as_raw().to_string();
+    if daemon_pid.to_str() != Some(parent.as_str()) {
+        return std::io::Error::other("the daemon that started this command is gone");
+    }
+    std::process::Command::new(program).args(rest).exec()
 }
 
 /// A recorded group; the record goes away when this is dropped (the command ended).

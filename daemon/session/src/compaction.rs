@@ -151,20 +151,62 @@ pub fn valid_cuts(messages: &[Message]) -> Vec<bool> {
     cuts
 }
 
-/// The cut index (messages before it are summarized, from it on kept): the earliest valid cut
-/// that keeps at most `keep_recent_tokens`; when even the shortest valid tail is larger, the
-/// latest valid cut. A cut never passes the newest user message, so the prompt the model is
-/// answering always reaches it verbatim. `None` when no cut summarizes anything.
+/// The cut index (messages before it are summarized, from it on kept). The newest user
+/// message (the request being worked on) is never lost:
+///
+/// 1. the earliest valid cut at or before it that keeps at most `keep_recent_tokens`;
+/// 2. when the work since that request alone is larger, the earliest valid cut inside it that
+///    fits (at least one message after the request is summarized); the request's text is then
+///    carried verbatim in the summary ([`CARRIED_REQUEST_HEADING`]);
+/// 3. when nothing fits, the latest valid cut inside the work, else the latest one before the
+///    request.
+///
+/// `None` when no cut summarizes anything (a lone first prompt is never summarized).
 pub fn find_cut_point(messages: &[Message], keep_recent_tokens: u64) -> Option<usize> {
     let cuts = valid_cuts(messages);
     let mut suffix = vec![0_u64; messages.len() + 1];
     for i in (0..messages.len()).rev() {
         suffix[i] = suffix[i + 1] + estimate_tokens(&messages[i]);
     }
-    let last_cut =
-        messages.iter().rposition(|m| matches!(m, Message::User(_))).unwrap_or(messages.len());
-    let mut candidates = (1..=last_cut).filter(|&i| cuts[i]);
-    candidates.clone().find(|&i| suffix[i] <= keep_recent_tokens).or_else(|| candidates.next_back())
+    let newest_user = newest_user_index(messages);
+    let keeping_request = 1..=newest_user.unwrap_or(messages.len());
+    let inside_work = newest_user.map_or(messages.len() + 1, |user| user + 2)..=messages.len();
+    let fits = |i: &usize| cuts[*i] && suffix[*i] <= keep_recent_tokens;
+    let latest = |mut range: std::ops::RangeInclusive<usize>| range.rfind(|&i| cuts[i]);
+    keeping_request
+        .clone()
+        .find(fits)
+        .or_else(|| inside_work.clone().find(fits))
+        .or_else(|| latest(inside_work))
+        .or_else(|| latest(keeping_request))
+}
+
+/// Where the newest user message is.
+fn newest_user_index(messages: &[Message]) -> Option<usize> {
+    messages.iter().rposition(|m| matches!(m, Message::User(_)))
+}
+
+/// Separates a summary from the user's request it carries verbatim (when the compaction cut
+/// into the work on that request).
+pub const CARRIED_REQUEST_HEADING: &str = "\n\n## The user's current request, verbatim\n\n";
+
+/// The request a summary carries, if any.
+pub fn carried_request(summary: &str) -> Option<&str> {
+    summary.split_once(CARRIED_REQUEST_HEADING).map(|(_, request)| request)
+}
+
+/// The text of a user message, images shown as `[image]`.
+fn request_text(message: &Message) -> String {
+    let Message::User(user) = message else { return String::new() };
+    let parts: Vec<&str> = user
+        .content
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Image { .. } => "[image]",
+            other => other.as_text().unwrap_or_default(),
+        })
+        .collect();
+    parts.join("\n")
 }
 
 /// The summarization prompt: the conversation, the earlier summary to fold in, the structure
@@ -246,6 +288,7 @@ pub struct CompactionJob {
     last_summarized_id: String,
     first_kept_entry_id: Option<String>,
     tokens_before: u64,
+    carried_request: Option<String>,
     _guard: RunningGuard,
 }
 
@@ -372,6 +415,13 @@ impl Session {
         let messages: Vec<Message> = context.iter().map(|m| m.message.clone()).collect();
         let cut =
             find_cut_point(&messages, keep_recent_tokens).ok_or(SessionError::NothingToCompact)?;
+        // The request being worked on goes into the summary verbatim when the cut passes it,
+        // and stays there while no newer request exists.
+        let carried_request = match newest_user_index(&messages) {
+            Some(user) if cut > user => Some(request_text(&messages[user])),
+            Some(_) => None,
+            None => previous_summary.as_deref().and_then(carried_request).map(str::to_string),
+        };
         let tail: Vec<PathMessage> = context.split_off(cut);
         let last_summarized_id =
             context.last().map(|m| m.entry_id.clone()).ok_or(SessionError::NothingToCompact)?;
@@ -383,6 +433,7 @@ impl Session {
             last_summarized_id,
             first_kept_entry_id: tail.first().map(|m| m.entry_id.clone()),
             tokens_before: self.context_tokens(),
+            carried_request,
             _guard: guard,
         })
     }
@@ -395,6 +446,10 @@ impl Session {
         outcome: CompactionOutcome,
     ) -> Result<Compacted, SessionError> {
         let CompactionOutcome { job, summary, usage } = outcome;
+        let summary = match &job.carried_request {
+            Some(request) => format!("{}{CARRIED_REQUEST_HEADING}{request}", summary.trim_end()),
+            None => summary,
+        };
         let path: Vec<String> =
             self.tree().active_path().into_iter().map(|e| e.id.clone()).collect();
         let Some(at) = path.iter().position(|id| *id == job.last_summarized_id) else {
@@ -584,8 +639,11 @@ mod tests {
         assert_eq!(find_cut_point(&messages, 150), Some(6));
         // Budget 350 fits u1..a2 (100 + 1 + 100 + 100 + 1 tokens) but not r0 (not a cut anyway).
         assert_eq!(find_cut_point(&messages, 350), Some(3));
-        // A tiny budget still keeps the newest user message and what follows it.
-        assert_eq!(find_cut_point(&messages, 0), Some(6));
+        // A tiny budget cuts inside the work on the newest request (which is then carried
+        // verbatim in the summary).
+        assert_eq!(find_cut_point(&messages, 0), Some(8));
+        // Only the request itself would be summarized: keep it instead.
+        assert_eq!(find_cut_point(&messages[..7], 0), Some(6));
         // A pending call at the end: the only cuts are before it, and none may pass the
         // newest user message, so there is nothing to summarize.
         let pending = vec![user_text(400, "q"), assistant("a", &["c"]).message];
@@ -734,6 +792,47 @@ mod tests {
         .unwrap_err();
         assert!(matches!(err, SessionError::Summary { kind: ProviderErrorKind::Network, .. }));
         assert!(!session.is_compacting(), "a failed compaction frees the session");
+    }
+
+    #[test]
+    fn a_long_run_on_one_request_is_compacted_and_the_request_carried_verbatim() {
+        let run = vec![
+            user_text(40, "REQUEST"),
+            assistant("a0", &["c0"]).message,
+            tool_result("c0", 4_000),
+            assistant("a1", &["c1"]).message,
+            tool_result("c1", 4_000),
+            reply("done", Usage::default(), StopReason::Stop).into_message(),
+        ];
+        let (_dir, mut session, ids) = session_with(&run);
+        let model = model_info(100_000);
+        let settings = CompactionSettings {
+            reserve_tokens: 0,
+            keep_recent_tokens: 1_100,
+            summary_max_tokens: 100,
+        };
+        let provider = ScriptedProvider::new(vec![Ok("first"), Ok("second")]);
+        let cancel = CancellationToken::new();
+        let manual = CompactionReason::Manual;
+        let done =
+            block_on(session.compact(&provider, &model, manual, None, &settings, &cancel)).unwrap();
+        let EntryKind::Compaction { first_kept_entry_id, summary, .. } = &done.entry.kind else {
+            panic!()
+        };
+        // The second tool round is kept; the request and the first round are summarized.
+        assert_eq!(first_kept_entry_id, &ids[3]);
+        assert_eq!(carried_request(summary), Some(summary_text(&run[0]).as_str()));
+        let context = session.context_messages();
+        assert!(summary_text(&context[0]).ends_with(&summary_text(&run[0])));
+        assert_eq!(context[1..], run[3..]);
+        // More work on the same request, compacted again: the request is still carried.
+        session.append_message(assistant("a2", &["c2"]).message).unwrap();
+        session.append_message(tool_result("c2", 4_000)).unwrap();
+        let done =
+            block_on(session.compact(&provider, &model, manual, None, &settings, &cancel)).unwrap();
+        let EntryKind::Compaction { summary, .. } = &done.entry.kind else { panic!() };
+        assert!(summary.starts_with("second"), "{summary}");
+        assert_eq!(carried_request(summary), Some(summary_text(&run[0]).as_str()));
     }
 
     #[test]

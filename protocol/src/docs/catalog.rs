@@ -226,7 +226,9 @@ pub fn methods() -> Vec<MethodDoc> {
         ),
         method(
             names::DAEMON_INFO,
-            "The daemon's version, process, socket and load.",
+            "The daemon's version, process, socket and load, its configuration file (and why a \
+             reload failed), its default model and the names of the provider key variables it \
+             sees.",
             Payload::of(method::Empty {}),
             Payload::of(ex::daemon_info()),
             errors(&[]),
@@ -457,10 +459,11 @@ pub fn methods() -> Vec<MethodDoc> {
         ),
         method(
             names::SESSION_SET_APPROVAL_POLICY,
-            "Changes how the session's tool calls are approved.",
+            "Changes how the session's tool calls are approved; the session file records it, so \
+             the session keeps it when loaded again.",
             Payload::of(ex::set_approval_policy_params()),
             Payload::of(method::Ack::ok()),
-            session_errors(&[]),
+            session_errors(&[E::Io]),
             vec![],
         ),
         method(

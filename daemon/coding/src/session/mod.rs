@@ -198,12 +198,13 @@ impl CodingSession {
                 params.cwd
             )));
         }
+        // Read before the file is created, so a broken project file leaves no empty session.
+        let project =
+            ProjectConfig::load(&context_sources(&env, &params.cwd).load().project_config)?;
         let mut file = env.store.create(&params.cwd)?;
         if let Some(name) = params.name.clone() {
             file.set_name(Some(name))?;
         }
-        let project =
-            ProjectConfig::load(&context_sources(&env, &params.cwd).load().project_config)?;
         let model =
             ModelSlot::resolve(&env.registry, params.model.as_deref().or(project.model.as_deref()));
         let thinking = params.thinking_level.unwrap_or(env.defaults.thinking_level);
@@ -333,6 +334,7 @@ impl CodingSession {
     pub fn reconfigure(&self, env: CodingEnvironment) {
         let hidden_changed = env.defaults.bash != lock(&self.env).defaults.bash;
         *lock(&self.env) = env.clone();
+        self.harness.set_limits(env.defaults.limits.clone());
         if hidden_changed {
             let context = {
                 let mut context = lock(&self.tool_context);
@@ -459,8 +461,7 @@ impl CodingSession {
     /// it or queues the prompt as a follow-up. Returns at once; progress arrives as events.
     pub async fn prompt(&self, params: PromptParams) -> Result<PromptResult, CodingError> {
         let content = user_content(params.text, params.images)?;
-        let limits = self.project_config()?.limits(&self.env().defaults.limits);
-        let limits = limits.with_overrides(&params.limits);
+        let limits = self.run_limits()?.with_overrides(&params.limits);
         let receipt = self.submit(content, Some(limits), params.when_busy)?;
         Ok(PromptResult { run_id: receipt.id, disposition: receipt.disposition })
     }
@@ -471,7 +472,9 @@ impl CodingSession {
         text: String,
         images: Vec<ContentBlock>,
     ) -> Result<QueueMessageResult, CodingError> {
-        let receipt = self.submit(user_content(text, images)?, None, Some(BusyBehavior::Steer))?;
+        let limits = Some(self.run_limits()?);
+        let receipt =
+            self.submit(user_content(text, images)?, limits, Some(BusyBehavior::Steer))?;
         Ok(queue_result(receipt))
     }
 
@@ -482,7 +485,8 @@ impl CodingSession {
         images: Vec<ContentBlock>,
     ) -> Result<QueueMessageResult, CodingError> {
         let content = user_content(text, images)?;
-        let receipt = self.submit(content, None, Some(BusyBehavior::FollowUp))?;
+        let limits = Some(self.run_limits()?);
+        let receipt = self.submit(content, limits, Some(BusyBehavior::FollowUp))?;
         Ok(queue_result(receipt))
     }
 
@@ -645,6 +649,12 @@ impl CodingSession {
     pub fn project_config(&self) -> Result<ProjectConfig, CodingError> {
         let files = lock(&self.prompt).project_config_files();
         Ok(ProjectConfig::load(&files)?)
+    }
+
+    /// The limits of a run starting now: the configured ones with the trusted project's in
+    /// their place where it sets them.
+    fn run_limits(&self) -> Result<RunLimits, CodingError> {
+        Ok(self.project_config()?.limits(&self.env().defaults.limits))
     }
 
     /// The approval policy in force.

@@ -95,8 +95,13 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// `git rev-parse HEAD` in `cwd`, when it is inside a work tree with a commit.
+/// `git rev-parse HEAD` in `cwd`, when it is inside a work tree with a commit. Git is not
+/// even started outside a work tree (no `.git` in the directory or above it): every process
+/// the daemon starts briefly holds copies of its open files, session locks included.
 fn git_commit(cwd: &Path) -> Option<String> {
+    if !cwd.ancestors().any(|dir| dir.join(".git").exists()) {
+        return None;
+    }
     let output = git(cwd, &["rev-parse", "--verify", "HEAD"])?;
     let commit = output.trim();
     (!commit.is_empty()).then(|| commit.to_string())

@@ -115,7 +115,7 @@ pub async fn run_command(
     }
     let (reader, writer) = std::io::pipe()?;
     let shell = request.shell.clone().unwrap_or_else(|| default_shell().to_path_buf());
-    let mut command = tokio::process::Command::new(&shell);
+    let mut command = crate::process_groups::command(&shell);
     command
         .arg("-c")
         .arg(&request.command)
@@ -131,7 +131,6 @@ pub async fn run_command(
     for variable in &request.hidden_env {
         command.env_remove(variable);
     }
-    crate::process_groups::kill_with_parent(&mut command);
     let started = Instant::now();
     let mut child = command.spawn()?;
     let _recorded = crate::process_groups::record(child.id());
