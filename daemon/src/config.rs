@@ -26,6 +26,12 @@ pub struct Config {
     /// Session settings.
     #[serde(default)]
     pub sessions: SessionsConfig,
+    /// `[verify]`: checks run when the model ends a run (docs/verification.md).
+    #[serde(default)]
+    pub verify: rein_coding::verify::VerifyConfig,
+    /// `[checkpoints]`: snapshots before and after each turn's tools, for undo.
+    #[serde(default)]
+    pub checkpoints: rein_coding::checkpoint::CheckpointSettings,
 }
 
 /// `[limits]`: defaults for each run.
@@ -156,7 +162,8 @@ pub fn parse(text: &str) -> Result<Config, toml::de::Error> {
 /// The coding environment every session shares, built from the configuration.
 ///
 /// Under `home`: session files in `sessions/`, the trust store `trust.json`, the global
-/// `AGENTS.md` and `skills/`, and the full output of long commands in `tmp/bash-output/`.
+/// `AGENTS.md` and `skills/`, the full output of long commands in `tmp/bash-output/`, and the
+/// checkpoint stores in `checkpoints/`.
 pub fn coding_environment(
     home: &Path,
     config: &Config,
@@ -183,6 +190,11 @@ pub fn coding_environment(
             bash: rein_coding::BashSettings {
                 hidden_env: registry.key_variables(),
                 ..Default::default()
+            },
+            verify: config.verify.clone(),
+            checkpoints: rein_coding::checkpoint::CheckpointSettings {
+                root: Some(home.join("checkpoints")),
+                ..config.checkpoints.clone()
             },
             ..SessionDefaults::default()
         },
@@ -224,6 +236,31 @@ mod tests {
         assert_eq!(config.limits.max_turns, 7);
         assert_eq!(config.limits.max_cost, Some(1.5));
         assert_eq!(config.sessions.idle_unload_secs, 30);
+    }
+
+    #[test]
+    fn verify_and_checkpoints_tables() {
+        let config = parse(
+            r#"
+            [verify]
+            commands = ["cargo test"]
+            max_rounds = 3
+            [checkpoints]
+            max_file_bytes = 1024
+            "#,
+        )
+        .unwrap();
+        assert_eq!(config.verify.plan(None).checks.len(), 1);
+        assert_eq!(config.verify.max_rounds, 3);
+        assert_eq!(config.checkpoints.max_file_bytes, 1024);
+        assert!(config.checkpoints.enabled);
+        assert!(parse("[verify]\ncommand = \"x\"\n").is_err());
+        let home = tempfile::tempdir().unwrap();
+        let registry =
+            std::sync::Arc::new(rein_ai::Registry::new(config.providers.clone()).unwrap());
+        let env = coding_environment(home.path(), &config, registry).unwrap();
+        assert_eq!(env.defaults.checkpoints.root, Some(home.path().join("checkpoints")));
+        assert_eq!(env.defaults.verify, config.verify);
     }
 
     #[test]

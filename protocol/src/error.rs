@@ -47,6 +47,9 @@ pub enum ErrorKind {
     ShuttingDown,
     /// A file system operation failed.
     Io,
+    /// `session/undo` refused: files changed outside rein since the snapshot (the message
+    /// names them); retry with `force` to overwrite them.
+    UndoConflict,
     /// A kind this client version does not know.
     #[serde(other)]
     #[schemars(skip)]
@@ -55,7 +58,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every known kind (not `Unknown`).
-    pub const ALL: [ErrorKind; 18] = [
+    pub const ALL: [ErrorKind; 19] = [
         Self::ParseError,
         Self::InvalidRequest,
         Self::MethodNotFound,
@@ -74,6 +77,7 @@ impl ErrorKind {
         Self::IncompatibleProtocol,
         Self::ShuttingDown,
         Self::Io,
+        Self::UndoConflict,
     ];
 
     /// The stable JSON-RPC error code.
@@ -97,6 +101,7 @@ impl ErrorKind {
             Self::IncompatibleProtocol => -32011,
             Self::ShuttingDown => -32012,
             Self::Io => -32013,
+            Self::UndoConflict => -32021,
             Self::Unknown => -32000,
         }
     }
@@ -127,6 +132,7 @@ impl ErrorKind {
             Self::IncompatibleProtocol => "incompatible_protocol",
             Self::ShuttingDown => "shutting_down",
             Self::Io => "io",
+            Self::UndoConflict => "undo_conflict",
             Self::Unknown => "unknown",
         }
     }
@@ -156,6 +162,10 @@ impl ErrorKind {
             Self::IncompatibleProtocol => "The client's protocol major version is not supported.",
             Self::ShuttingDown => "The daemon is shutting down.",
             Self::Io => "A file system operation failed.",
+            Self::UndoConflict => {
+                "Undo would overwrite files changed outside rein since the snapshot; the message \
+                 names them. Retry with `force` to overwrite them."
+            }
             Self::Unknown => "An error kind this version does not know.",
         }
     }

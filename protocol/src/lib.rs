@@ -16,6 +16,7 @@
 //! open enum has an `Unknown` variant that swallows them). Removing or renaming anything bumps
 //! the major version, and the daemon refuses an `initialize` from a different major version.
 
+pub mod checkpoint;
 pub mod codec;
 pub mod docs;
 pub mod entry;
@@ -25,6 +26,7 @@ pub mod message;
 pub mod method;
 pub mod model;
 pub mod paths;
+pub mod verify;
 pub mod version;
 
 pub use entry::{EntryKind, SessionEntry};
@@ -35,4 +37,5 @@ pub use message::{
     UserMessage,
 };
 pub use model::{Api, ModelCost, ModelInfo, ModelRef, ThinkingLevel};
+pub use verify::RunOutcome;
 pub use version::{PROTOCOL_VERSION, ProtocolVersion};

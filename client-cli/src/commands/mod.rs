@@ -1,5 +1,6 @@
 //! One module per `rein` subcommand.
 
+pub mod checkpoints;
 pub mod daemon;
 pub mod rpc;
 pub mod run;
@@ -16,6 +17,8 @@ pub mod exit {
     pub const USAGE: u8 = 2;
     /// A limit (turns, cost, time, failing tools) ended the run.
     pub const LIMIT: u8 = 3;
+    /// The model ended the run but the project's checks still failed (`verify_failed`).
+    pub const VERIFY_FAILED: u8 = 7;
     /// The run was cancelled (Ctrl-C, or another client).
     pub const CANCELLED: u8 = 130;
 }

@@ -8,6 +8,7 @@
 
 pub mod approval;
 pub mod atomic;
+pub mod checkpoint;
 pub mod edit_match;
 pub mod file_locks;
 pub mod file_tracker;
@@ -19,6 +20,7 @@ pub mod session;
 pub mod skills;
 pub mod tools;
 pub mod trust;
+pub mod verify;
 
 pub use approval::{ApprovalAnswer, ApprovalNotFound, Approvals, approval_reason};
 pub use file_locks::{FileLockGuard, FileLocks};

@@ -10,9 +10,11 @@ use rein_protocol::method::ApprovalPolicy;
 use rein_protocol::model::ThinkingLevel;
 use rein_session::{CompactionSettings, SessionStore};
 
+use crate::checkpoint::CheckpointSettings;
 use crate::file_locks::FileLocks;
 use crate::tools::BashSettings;
 use crate::trust::TrustStore;
+use crate::verify::VerifyConfig;
 
 /// Where a session's events go. The daemon numbers them and fans them out; the callback must
 /// not block (it is called from the session's tasks and from its control methods).
@@ -40,6 +42,10 @@ pub struct SessionDefaults {
     pub bash: BashSettings,
     /// Extra system prompt sections from the configuration, appended as they are.
     pub extra_prompt_sections: Vec<String>,
+    /// `[verify]`: the checks run when the model ends a run.
+    pub verify: VerifyConfig,
+    /// `[checkpoints]`: snapshots of the project before and after each turn's tools.
+    pub checkpoints: CheckpointSettings,
 }
 
 impl Default for SessionDefaults {
@@ -51,6 +57,8 @@ impl Default for SessionDefaults {
             compaction: CompactionSettings::default(),
             bash: BashSettings::default(),
             extra_prompt_sections: Vec::new(),
+            verify: VerifyConfig::default(),
+            checkpoints: CheckpointSettings::default(),
         }
     }
 }

@@ -54,6 +54,7 @@
 //! from opening: `prompt` fails with `model_not_found` naming what to set, and the state still
 //! shows the model asked for.
 
+mod checkpoints;
 mod context;
 mod environment;
 mod error;
@@ -63,6 +64,7 @@ mod journal;
 mod model;
 mod pump;
 mod shell;
+mod verification;
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -88,9 +90,11 @@ use journal::Journal;
 use model::ModelSlot;
 use pump::EventPump;
 
+pub use checkpoints::{CHECKPOINT_ENTRY_TYPE, UNDO_ENTRY_TYPE};
 pub use environment::{ApprovalGate, CodingEnvironment, EventSink, SessionDefaults};
 pub use error::CodingError;
 pub use hooks::{APPROVAL_CANCELLED_REASON, NO_APPROVER_REASON};
+pub use verification::VERIFICATION_ENTRY_TYPE;
 
 /// The name given as `resolved_by` when the daemon itself answers an approval.
 pub const DAEMON_RESOLVER: &str = "daemon";
@@ -102,6 +106,7 @@ enum Operation {
     Branch,
     ShellIntoContext,
     ModelChange,
+    Undo,
 }
 
 impl Operation {
@@ -111,6 +116,7 @@ impl Operation {
             Self::Branch => CodingError::Busy("a branch is being made"),
             Self::ShellIntoContext => CodingError::Busy("a shell command is running"),
             Self::ModelChange => CodingError::Busy("the model is being changed"),
+            Self::Undo => CodingError::Busy("an undo is running"),
         }
     }
 }
@@ -150,6 +156,8 @@ pub struct CodingSession {
     tool_context: ToolContext,
     operation: Mutex<Option<ActiveOperation>>,
     shell: shell::ShellSlot,
+    run_plans: verification::RunPlans,
+    checkpoints: checkpoints::SessionCheckpoints,
     me: Weak<CodingSession>,
 }
 
@@ -272,6 +280,8 @@ impl CodingSession {
                 tool_context,
                 operation: Mutex::new(None),
                 shell: shell::ShellSlot::default(),
+                run_plans: verification::RunPlans::default(),
+                checkpoints: checkpoints::SessionCheckpoints::default(),
                 me: me.clone(),
             }
         }))
@@ -385,7 +395,15 @@ impl CodingSession {
     pub async fn prompt(&self, params: PromptParams) -> Result<PromptResult, CodingError> {
         let content = user_content(params.text, params.images)?;
         let limits = self.env.defaults.limits.clone().with_overrides(&params.limits);
+        // Held until the run's checks are registered, so its first stop finds them.
+        let mut plans = self.run_plans.lock();
         let receipt = self.submit(content, Some(limits), params.when_busy)?;
+        if let Some(request) = &params.verify
+            && receipt.disposition != PromptDisposition::Steered
+        {
+            plans.set(receipt.id.clone(), self.env.defaults.verify.plan(Some(request)));
+        }
+        drop(plans);
         Ok(PromptResult { run_id: receipt.id, disposition: receipt.disposition })
     }
 
