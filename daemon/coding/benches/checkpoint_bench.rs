@@ -30,7 +30,8 @@ fn generate(root: &Path) -> std::io::Result<u64> {
     for i in 0..FILES {
         let dir = root.join(format!("src/module_{:03}", i % 100));
         std::fs::create_dir_all(&dir)?;
-        let text: String = (0..30).map(|line| format!("// file {i} line {line} of generated text\n")).collect();
+        let text: String =
+            (0..30).map(|line| format!("// file {i} line {line} of generated text\n")).collect();
         bytes += text.len() as u64;
         std::fs::write(dir.join(format!("file_{i:05}.rs")), text)?;
     }

@@ -164,3 +164,27 @@ async fn undo_needs_checkpoints_and_an_idle_session() {
     let off = session.undo(undo_params(&session, None, false), "test").await.unwrap_err();
     assert_eq!(off.kind(), ErrorKind::InvalidParams);
 }
+
+#[tokio::test]
+async fn a_turn_that_only_reads_is_not_checkpointed() {
+    let fixture = fixture(vec![
+        Reply::tool_call("read", json!({"path": "a.txt"})),
+        Reply::tool_call("bash", json!({"command": "echo two > a.txt"})),
+        Reply::text("done"),
+    ])
+    .await;
+    fixture.write("a.txt", "one\n");
+    let (session, mut events) = fixture.create(ApprovalPolicy::Yolo).await;
+    run(&session, &mut events, "look, then change").await;
+    let created: Vec<(u32, u32)> = events
+        .matching(|e| matches!(e, SessionEvent::CheckpointCreated { .. }))
+        .into_iter()
+        .filter_map(|e| match e {
+            SessionEvent::CheckpointCreated { turn, run_turn, .. } => Some((turn, run_turn)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(created, vec![(1, 2)], "only the bash turn (the run's second) is a checkpoint");
+    session.undo(undo_params(&session, Some(1), false), "test").await.unwrap();
+    assert_eq!(fixture.read("a.txt"), "one\n");
+}

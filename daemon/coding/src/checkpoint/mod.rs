@@ -183,12 +183,23 @@ impl CheckpointStore {
     }
 
     /// Snapshots the work tree: brings the session's index up to date with the files that
-    /// changed since its last snapshot and writes the tree.
+    /// changed since its last snapshot and writes the tree. Callers must not run two
+    /// snapshots of one session at once (they share its index).
     pub async fn snapshot(&self) -> Result<Snapshot, CheckpointError> {
         self.snapshot_with(&self.git).await
     }
 
     async fn snapshot_with(&self, git: &Git) -> Result<Snapshot, CheckpointError> {
+        // Snapshots of one index are serialized by the caller, so a lock file found now was
+        // left by a git process that was killed (a cancelled turn): it would block every
+        // later snapshot.
+        let mut lock = git.index.clone().into_os_string();
+        lock.push(".lock");
+        match std::fs::remove_file(&lock) {
+            Ok(()) => tracing::debug!(index = %git.index.display(), "removed a stale index lock"),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => return Err(error.into()),
+        }
         let listed = git
             .run(
                 &["ls-files", "-z", "--others", "--modified", "--deleted", "--exclude-standard"],

@@ -173,6 +173,19 @@ async fn modes_and_symlinks_come_back() {
     assert_eq!(fs::read_link(f.path("link")).unwrap(), PathBuf::from("run.sh"));
 }
 
+#[tokio::test]
+async fn a_lock_left_by_a_killed_git_does_not_block_later_snapshots() {
+    let f = fixture();
+    f.write("a.txt", "a");
+    let store = f.store().await;
+    store.snapshot().await.unwrap();
+    let mut lock = store.git.index.clone().into_os_string();
+    lock.push(".lock");
+    fs::write(&lock, "").unwrap();
+    f.write("a.txt", "b");
+    store.snapshot().await.unwrap();
+}
+
 #[test]
 fn stores_are_per_directory() {
     let root = Path::new("/r");

@@ -31,6 +31,9 @@ pub const CHECKPOINT_ENTRY_TYPE: &str = "rein.checkpoint";
 /// `custom_type` of the entry recording an undo.
 pub const UNDO_ENTRY_TYPE: &str = "rein.undo";
 
+/// Tools that never change files: a turn calling only these is not checkpointed.
+const READ_ONLY_TOOLS: &[&str] = &["read", "grep", "find", "ls"];
+
 /// The snapshot taken before the running turn's tools, waiting for the one after them.
 #[derive(Default)]
 pub(crate) struct SessionCheckpoints {
@@ -97,8 +100,11 @@ impl CodingSession {
             .map_err(|error| CodingError::Checkpoint(error.to_string()))
     }
 
-    /// Before a turn's tools run: snapshot the project.
-    pub(crate) async fn checkpoint_before(&self, run_id: &str, run_turn: u32) {
+    /// Before a turn's tools run: snapshot the project, unless every call only reads.
+    pub(crate) async fn checkpoint_before(&self, run_id: &str, run_turn: u32, tools: &[&str]) {
+        if tools.iter().all(|name| READ_ONLY_TOOLS.contains(name)) {
+            return;
+        }
         let _busy = self.checkpoints.busy.lock().await;
         let snapshot = match self.checkpoint_store().await {
             Ok(Some(store)) => store.snapshot().await.map_err(|error| error.to_string()),

@@ -71,7 +71,8 @@ impl AgentHooks for SessionHooks {
     fn before_tools<'a>(&'a self, turn: TurnTools<'a>) -> BoxFuture<'a, ()> {
         async move {
             if let Some(session) = self.session.upgrade() {
-                session.checkpoint_before(turn.run_id, turn.turn).await;
+                let tools: Vec<&str> = turn.calls.iter().map(|call| call.name.as_str()).collect();
+                session.checkpoint_before(turn.run_id, turn.turn, &tools).await;
             }
         }
         .boxed()
