@@ -337,6 +337,8 @@ async fn dispatch(socket: &Path, cli: Cli) -> Result<u8, ClientError> {
         Command::Undo { session, to, force, json } => {
             let cwd = current_dir()?;
             let client = &mut client().await?;
+            // Named, so every attached client sees who undid.
+            client.initialize(false).await?;
             let result =
                 commands::checkpoints::undo(client, session.as_deref(), &cwd, to, force).await;
             report(result, json)

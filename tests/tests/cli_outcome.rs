@@ -96,8 +96,19 @@ fn undo_restores_what_a_bash_turn_rewrote_created_and_deleted() {
     assert!(text.contains("M main.txt"), "{text}");
     assert!(text.contains("-original\n+rewritten"), "{text}");
 
+    // Another client watching the session sees the undo.
+    let id = session_id(&stderr(&output));
+    let mut watcher = env.daemon.connect();
+    watcher.call_ok(0, "initialize", json!({"client_name": "watcher", "protocol_version": "1.0"}));
+    watcher.call_ok(1, "session/subscribe", json!({"session_id": id}));
+
     let undo = env.run(&["undo", "--json"]);
     assert_exit(&undo, 0);
+    let seen = watcher.events_until("undo_applied");
+    let applied = &seen.last().unwrap()["event"];
+    assert_eq!(applied["turn"], 1);
+    assert_eq!(applied["requested_by"], "rein");
+    assert_eq!(applied["removed"], json!(["out/new.txt"]));
     let result: Value = serde_json::from_str(stdout(&undo).trim()).unwrap();
     assert_eq!(result["turn"], 1);
     assert_eq!(result["removed"], json!(["out/new.txt"]));
