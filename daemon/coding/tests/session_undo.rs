@@ -185,6 +185,11 @@ async fn a_turn_that_only_reads_is_not_checkpointed() {
         })
         .collect();
     assert_eq!(created, vec![(1, 2)], "only the bash turn (the run's second) is a checkpoint");
-    session.undo(undo_params(&session, Some(1), false), "test").await.unwrap();
+    // Undo to an entry: the first checkpoint at or after it (here, after the user's prompt).
+    let first_entry = session.tree().entries[0].id.clone();
+    let mut params = undo_params(&session, None, false);
+    params.entry_id = Some(first_entry);
+    let undone = session.undo(params, "test").await.unwrap();
+    assert_eq!(undone.turn, 1);
     assert_eq!(fixture.read("a.txt"), "one\n");
 }

@@ -159,3 +159,21 @@ async fn no_checks_means_unverified() {
     events.settled().await;
     assert_eq!(outcome_of(&events.seen), (EndReason::Completed, RunOutcome::Unverified));
 }
+
+#[tokio::test]
+async fn cancelling_during_a_check_kills_it_and_reports_the_round_cancelled() {
+    let fixture = Fixture::new(vec![Reply::text("Done.")]).await;
+    let (session, mut events) = fixture.create(ApprovalPolicy::Yolo).await;
+    let mut params = prompt(&session, "go");
+    params.verify = Some(VerifyRequest::Commands(vec!["sleep 600".into()]));
+    session.prompt(params).await.unwrap();
+    events.until(|e| matches!(e, SessionEvent::VerifyStarted { .. })).await;
+    assert!(session.cancel());
+    let finished = events.until(|e| matches!(e, SessionEvent::VerifyFinished { .. })).await;
+    assert!(matches!(
+        finished,
+        SessionEvent::VerifyFinished { cancelled: true, passed: false, .. }
+    ));
+    events.settled().await;
+    assert_eq!(outcome_of(&events.seen), (EndReason::Cancelled, RunOutcome::Unverified));
+}
