@@ -158,6 +158,35 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Restore the files a session's turn changed (default: the latest session of this
+    /// directory, its latest turn not undone yet).
+    Undo {
+        /// The session (an id or a unique id prefix).
+        session: Option<String>,
+        /// Go back to before this checkpointed turn (the numbers `rein diff` shows).
+        #[arg(long = "to", value_name = "TURN")]
+        to: Option<u32>,
+        /// Overwrite files that changed outside rein since the snapshot.
+        #[arg(long)]
+        force: bool,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the file changes of a session's latest run (or of one turn or run).
+    Diff {
+        /// The session (an id or a unique id prefix; default: the latest of this directory).
+        session: Option<String>,
+        /// One checkpointed turn.
+        #[arg(long, value_name = "TURN", conflicts_with = "run")]
+        turn: Option<u32>,
+        /// One run.
+        #[arg(long, value_name = "RUN_ID")]
+        run: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Label an entry of a session.
     Label {
         /// The session.
@@ -342,6 +371,22 @@ async fn dispatch(socket: &Path, cli: Cli) -> Result<u8, ClientError> {
                 }
                 (result, _) => report(result, json),
             }
+        }
+        Command::Undo { session, to, force, json } => {
+            let cwd = current_dir()?;
+            let client = &mut client().await?;
+            // Named, so every attached client sees who undid.
+            client.initialize(false).await?;
+            let result =
+                commands::checkpoints::undo(client, session.as_deref(), &cwd, to, force).await;
+            report(result, json)
+        }
+        Command::Diff { session, turn, run, json } => {
+            let cwd = current_dir()?;
+            let client = &mut client().await?;
+            let result =
+                commands::checkpoints::diff(client, session.as_deref(), &cwd, turn, run).await;
+            report(result, json)
         }
         Command::Label { session, entry, text, json } => {
             report(session_cmd::label(&mut client().await?, &session, &entry, &text).await, json)

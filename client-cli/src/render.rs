@@ -11,6 +11,7 @@ use rein_protocol::event::{
     ApprovalDecision, AssistantDelta, ClientIdentity, EndReason, EventEnvelope, SessionEvent,
 };
 use rein_protocol::message::{ContentBlock, Message};
+use rein_protocol::verify::RunOutcome;
 use serde_json::Value;
 
 /// Where a chunk of output goes.
@@ -141,8 +142,15 @@ impl Renderer {
                     is_error: result.is_error,
                 });
             }
-            SessionEvent::AgentEnd { reason, error, usage, turns, .. } => {
+            SessionEvent::AgentEnd { reason, error, usage, turns, outcome, .. } => {
                 self.close(&mut out);
+                match outcome {
+                    RunOutcome::Verified => self.line(&mut out, Paint::Tool, "outcome: verified"),
+                    RunOutcome::VerifyFailed => {
+                        self.line(&mut out, Paint::Error, "outcome: verify_failed")
+                    }
+                    RunOutcome::Unverified => {}
+                }
                 if self.options.interactive && *reason == EndReason::Completed {
                     let text = format!(
                         "done: {turns} turn{}, {} tokens, ${:.4}",
@@ -219,6 +227,60 @@ impl Renderer {
             SessionEvent::LeafChanged { leaf_id } if self.options.interactive => {
                 let leaf = leaf_id.as_deref().unwrap_or("(empty)");
                 self.line(&mut out, Paint::Notice, &format!("active leaf: {leaf}"));
+            }
+            SessionEvent::VerifyStarted { round, max_rounds, commands, .. } => {
+                let text = format!("verify {round}/{max_rounds}: {}", commands.join(" && "));
+                self.line(&mut out, Paint::Tool, &text);
+            }
+            SessionEvent::VerifyFinished { checks, cancelled, .. } => {
+                for check in checks {
+                    let seconds = check.duration_ms as f64 / 1000.0;
+                    let (paint, text) = match (check.passed, check.timed_out, check.exit_code) {
+                        (true, _, _) => {
+                            (Paint::Tool, format!("  ✓ {} ({seconds:.1} s)", check.command))
+                        }
+                        (false, true, _) => {
+                            (Paint::Error, format!("  ✗ {}: timed out", check.command))
+                        }
+                        (false, false, Some(code)) => (
+                            Paint::Error,
+                            format!(
+                                "  ✗ {}: exit {code}: {}",
+                                check.command,
+                                preview(&check.output_tail)
+                            ),
+                        ),
+                        (false, false, None) => (
+                            Paint::Error,
+                            format!("  ✗ {}: {}", check.command, preview(&check.output_tail)),
+                        ),
+                    };
+                    self.line(&mut out, paint, &text);
+                }
+                if *cancelled {
+                    self.line(&mut out, Paint::Notice, "verification cancelled");
+                }
+            }
+            SessionEvent::CheckpointFailed { error, .. } => {
+                self.line(
+                    &mut out,
+                    Paint::Notice,
+                    &format!("no checkpoint for this turn: {error}"),
+                );
+            }
+            SessionEvent::CheckpointCreated { skipped, .. } if !skipped.is_empty() => {
+                let names: Vec<&str> = skipped.iter().map(|file| file.path.as_str()).collect();
+                let text =
+                    format!("checkpoint left out files over the size cap: {}", names.join(", "));
+                self.line(&mut out, Paint::Notice, &text);
+            }
+            SessionEvent::UndoApplied { turn, restored, removed, requested_by, .. } => {
+                let text = format!(
+                    "undo to before turn {turn} by {requested_by}: {} restored, {} removed",
+                    restored.len(),
+                    removed.len()
+                );
+                self.line(&mut out, Paint::Notice, &text);
             }
             SessionEvent::ShellStart { command, .. } => {
                 self.line(&mut out, Paint::Tool, &format!("$ {command}"));
@@ -434,6 +496,7 @@ mod tests {
             error: error.map(str::to_string),
             usage: Usage::default(),
             turns: 1,
+            outcome: RunOutcome::Unverified,
         }
     }
 

@@ -46,6 +46,12 @@ pub struct Config {
     /// How approval requests wait.
     #[serde(default)]
     pub approvals: ApprovalsConfig,
+    /// `[verify]`: checks run when the model ends a run (docs/verification.md).
+    #[serde(default)]
+    pub verify: rein_coding::verify::VerifyConfig,
+    /// `[checkpoints]`: snapshots before and after each turn's tools, for undo.
+    #[serde(default)]
+    pub checkpoints: rein_coding::checkpoint::CheckpointSettings,
 }
 
 /// `[tools]`: bounds on what tools leave on disk.
@@ -274,8 +280,8 @@ pub fn spill_root(home: &Path) -> PathBuf {
 /// The coding environment every session shares, built from the configuration.
 ///
 /// Under `home`: session files in `sessions/`, the trust store `trust.json`, the global
-/// `AGENTS.md` and `skills/`, and the full output of long commands in
-/// `tmp/bash-output/<session id>/`.
+/// `AGENTS.md` and `skills/`, the full output of long commands in
+/// `tmp/bash-output/<session id>/`, and the checkpoint stores in `checkpoints/`.
 pub fn coding_environment(
     home: &Path,
     config: &Config,
@@ -326,6 +332,11 @@ pub fn session_defaults(
         approval_grace: std::time::Duration::from_secs(config.approvals.grace_secs),
         // Keys stored by `rein login`: no tool reads, searches or changes them.
         hidden_files: vec![rein_protocol::auth::auth_path(home)],
+        verify: config.verify.clone(),
+        checkpoints: rein_coding::checkpoint::CheckpointSettings {
+            root: Some(home.join("checkpoints")),
+            ..config.checkpoints.clone()
+        },
         ..rein_coding::session::SessionDefaults::default()
     }
 }
@@ -385,6 +396,31 @@ mod tests {
         let defaults = parse("").unwrap();
         assert_eq!(defaults.tools, ToolsConfig::default());
         assert!(parse("[tools]\nspill_max = 1\n").is_err());
+    }
+
+    #[test]
+    fn verify_and_checkpoints_tables() {
+        let config = parse(
+            r#"
+            [verify]
+            commands = ["cargo test"]
+            max_rounds = 3
+            [checkpoints]
+            max_file_bytes = 1024
+            "#,
+        )
+        .unwrap();
+        assert_eq!(config.verify.plan(None).checks.len(), 1);
+        assert_eq!(config.verify.max_rounds, 3);
+        assert_eq!(config.checkpoints.max_file_bytes, 1024);
+        assert!(config.checkpoints.enabled);
+        assert!(parse("[verify]\ncommand = \"x\"\n").is_err());
+        let home = tempfile::tempdir().unwrap();
+        let registry =
+            std::sync::Arc::new(rein_ai::Registry::new(config.providers_config()).unwrap());
+        let env = coding_environment(home.path(), &config, registry).unwrap();
+        assert_eq!(env.defaults.checkpoints.root, Some(home.path().join("checkpoints")));
+        assert_eq!(env.defaults.verify, config.verify);
     }
 
     #[test]

@@ -49,6 +49,9 @@ pub enum ErrorKind {
     Io,
     /// The daemon is at a limit (connections, buffered input); try again later.
     Overloaded,
+    /// `session/undo` refused: files changed outside rein since the snapshot (the message
+    /// names them); retry with `force` to overwrite them.
+    UndoConflict,
     /// A kind this client version does not know.
     #[serde(other)]
     #[schemars(skip)]
@@ -57,7 +60,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every known kind (not `Unknown`).
-    pub const ALL: [ErrorKind; 19] = [
+    pub const ALL: [ErrorKind; 20] = [
         Self::ParseError,
         Self::InvalidRequest,
         Self::MethodNotFound,
@@ -77,6 +80,7 @@ impl ErrorKind {
         Self::ShuttingDown,
         Self::Io,
         Self::Overloaded,
+        Self::UndoConflict,
     ];
 
     /// The stable JSON-RPC error code.
@@ -101,6 +105,7 @@ impl ErrorKind {
             Self::ShuttingDown => -32012,
             Self::Io => -32013,
             Self::Overloaded => -32020,
+            Self::UndoConflict => -32021,
             Self::Unknown => -32000,
         }
     }
@@ -132,6 +137,7 @@ impl ErrorKind {
             Self::ShuttingDown => "shutting_down",
             Self::Io => "io",
             Self::Overloaded => "overloaded",
+            Self::UndoConflict => "undo_conflict",
             Self::Unknown => "unknown",
         }
     }
@@ -163,6 +169,10 @@ impl ErrorKind {
             Self::Io => "A file system operation failed.",
             Self::Overloaded => {
                 "The daemon is at a limit (connections or buffered input); the connection closes."
+            }
+            Self::UndoConflict => {
+                "Undo would overwrite files changed outside rein since the snapshot; the message \
+                 names them. Retry with `force` to overwrite them."
             }
             Self::Unknown => "An error kind this version does not know.",
         }

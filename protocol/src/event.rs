@@ -4,11 +4,13 @@
 //! session id and a per-session `seq` that increases by one per event, so a client that
 //! reconnects with its last `seq` can be given exactly what it missed.
 
+use crate::checkpoint::SkippedFile;
 use crate::entry::SessionEntry;
 use crate::error::ErrorKind;
 use crate::message::{AssistantMessage, ContentBlock, Message, ToolCall, ToolResultMessage, Usage};
 use crate::method::ApprovalPolicy;
 use crate::model::{ModelRef, ThinkingLevel};
+use crate::verify::{RunOutcome, VerifyCheckResult};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -215,6 +217,10 @@ pub enum SessionEvent {
         usage: Usage,
         /// Turns the run took.
         turns: u32,
+        /// Whether the result passed the project's checks: `verified`, `verify_failed` or
+        /// `unverified` (no check ran). Separate from `reason`.
+        #[serde(default)]
+        outcome: RunOutcome,
     },
     /// A turn (one provider request and its tool calls) started.
     TurnStart {
@@ -380,6 +386,69 @@ pub enum SessionEvent {
         /// True when it was cancelled.
         cancelled: bool,
     },
+    /// The model ended a run and its checks start (one verification round).
+    VerifyStarted {
+        /// The run.
+        run_id: String,
+        /// 1-based round within the run.
+        round: u32,
+        /// The most rounds the run gets.
+        max_rounds: u32,
+        /// The commands, in the order they run.
+        commands: Vec<String>,
+    },
+    /// A verification round ended. When it failed and rounds are left, the failing output goes
+    /// back to the model as a user message and the run goes on.
+    VerifyFinished {
+        /// The run.
+        run_id: String,
+        /// 1-based round within the run.
+        round: u32,
+        /// True when every check passed.
+        passed: bool,
+        /// Each check that ran, in order (checks after the first failure do not run).
+        checks: Vec<VerifyCheckResult>,
+        /// True when the round was cut short by a cancel; `checks` has what finished.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        cancelled: bool,
+    },
+    /// The project tree was snapshotted before and after a turn's tools ran; `session/undo`
+    /// can go back to before them.
+    CheckpointCreated {
+        /// The checkpoint's turn number in the session (what `session/undo` takes).
+        turn: u32,
+        /// The run.
+        run_id: String,
+        /// 1-based turn within the run.
+        run_turn: u32,
+        /// Files left out because they exceed the per-file cap.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        skipped: Vec<SkippedFile>,
+    },
+    /// A snapshot could not be taken (the snapshot cap was hit, or `git` failed); that turn
+    /// cannot be undone.
+    CheckpointFailed {
+        /// The run.
+        run_id: String,
+        /// 1-based turn within the run.
+        run_turn: u32,
+        /// Why.
+        error: String,
+    },
+    /// Files were restored by `session/undo`.
+    UndoApplied {
+        /// The checkpointed turn restored to (the state before its tools ran).
+        turn: u32,
+        /// Files written back.
+        restored: Vec<String>,
+        /// Files removed.
+        removed: Vec<String>,
+        /// Files changed outside rein that were overwritten (forced).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        overwritten: Vec<String>,
+        /// Which client asked.
+        requested_by: String,
+    },
     /// The session is idle: no run and no queued follow-up. Nothing more comes until a client
     /// acts.
     Settled,
@@ -499,6 +568,7 @@ mod tests {
                 error: None,
                 usage: Usage::default(),
                 turns: 3,
+                outcome: RunOutcome::Verified,
             },
             SessionEvent::TurnStart { turn: 1 },
             SessionEvent::TurnEnd { turn: 1, message: assistant(), tool_results: vec![result()] },

@@ -17,6 +17,7 @@
 //! the major version, and the daemon refuses an `initialize` from a different major version.
 
 pub mod auth;
+pub mod checkpoint;
 pub mod codec;
 pub mod docs;
 pub mod entry;
@@ -26,6 +27,7 @@ pub mod message;
 pub mod method;
 pub mod model;
 pub mod paths;
+pub mod verify;
 pub mod version;
 
 pub use entry::{EntryKind, SessionEntry};
@@ -36,4 +38,5 @@ pub use message::{
     UserMessage,
 };
 pub use model::{Api, ModelCost, ModelInfo, ModelRef, ThinkingLevel};
+pub use verify::RunOutcome;
 pub use version::{PROTOCOL_VERSION, ProtocolVersion};

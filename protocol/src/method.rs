@@ -73,6 +73,10 @@ pub mod names {
     pub const SESSION_EXPORT: &str = "session/export";
     /// Run a user shell command.
     pub const SESSION_SHELL: &str = "session/shell";
+    /// Restore the files of a session's project to before a checkpointed turn.
+    pub const SESSION_UNDO: &str = "session/undo";
+    /// The file changes of a checkpointed turn or run.
+    pub const SESSION_DIFF: &str = "session/diff";
     /// Subscribe to a session's events.
     pub const SESSION_SUBSCRIBE: &str = "session/subscribe";
     /// End a session subscription.
@@ -121,6 +125,8 @@ pub mod names {
         SESSION_COMPACT,
         SESSION_EXPORT,
         SESSION_SHELL,
+        SESSION_UNDO,
+        SESSION_DIFF,
         SESSION_SUBSCRIBE,
         SESSION_UNSUBSCRIBE,
         APPROVAL_RESPOND,
@@ -549,6 +555,10 @@ pub struct PromptParams {
     /// Limits for this run.
     #[serde(default)]
     pub limits: RunLimits,
+    /// Checks to run when the model ends this run, instead of the configured `[verify]`
+    /// ones; an empty list runs none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<crate::verify::VerifyRequest>,
 }
 
 /// `session/prompt` result.

@@ -20,11 +20,12 @@ use std::time::{Duration, Instant};
 /// A fake whose model runs one flooding command, then answers.
 fn flooding_daemon(replay_buffer: usize) -> (BackgroundFake, DaemonFixture, tempfile::TempDir) {
     let fake = BackgroundFake::start(vec![
-        Reply::tool_call("bash", json!({"command": "seq 1 200000"})),
+        Reply::tool_call("bash", json!({"command": "seq 1 1000000"})),
         Reply::text("flood done"),
     ]);
     let extra = format!(
-        "approval_policy = \"yolo\"\n[sessions]\nsubscriber_queue = 8\nreplay_buffer = {replay_buffer}"
+        "approval_policy = \"yolo\"\n[sessions]\nreplay_buffer = {replay_buffer}\n\
+         replay_buffer_bytes = 65536"
     );
     let daemon = fake.daemon(&extra);
     let project = tempfile::tempdir().unwrap();

@@ -1,5 +1,6 @@
 //! One module per `rein` subcommand.
 
+pub mod checkpoints;
 pub mod daemon;
 pub mod doctor;
 pub mod login;
@@ -24,6 +25,8 @@ pub mod exit {
     pub const TIME_LIMIT: u8 = 5;
     /// `rein run`: any other limit ended the run (too many failing tool calls in a row).
     pub const OTHER_LIMIT: u8 = 6;
+    /// The model ended the run but the project's checks still failed (`verify_failed`).
+    pub const VERIFY_FAILED: u8 = 7;
     /// Events were lost and could not be recovered from the session (`{"type": "gap"}`).
     pub const GAP: u8 = 8;
     /// The run was cancelled (Ctrl-C, or another client).

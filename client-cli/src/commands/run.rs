@@ -19,6 +19,7 @@ use rein_protocol::method::{
     ApprovalRespondParams, BusyBehavior, PromptDisposition, PromptParams, PromptResult, RunLimits,
     SessionRef, names,
 };
+use rein_protocol::verify::{RunOutcome, VerifyRequest};
 use serde_json::Value;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -50,6 +51,10 @@ pub struct RunArgs {
     /// The most wall time the run may take, in seconds.
     #[arg(long, value_name = "SECONDS")]
     pub max_seconds: Option<u64>,
+    /// A check to run when the model stops (repeatable; replaces the configured `[verify]`
+    /// commands). A failing check is fed back to the model, up to `max_rounds` rounds.
+    #[arg(long = "verify", value_name = "CMD")]
+    pub verify: Vec<String>,
     /// Print every event as one JSON line on stdout instead of text.
     #[arg(long)]
     pub json: bool,
@@ -58,9 +63,11 @@ pub struct RunArgs {
     pub prompt: Vec<String>,
 }
 
-/// The exit code for a run that ended with `reason`.
-pub fn exit_code(reason: EndReason) -> u8 {
+/// The exit code for a run that ended with `reason` and `outcome`: a run the model ended
+/// whose checks still failed is `VERIFY_FAILED`; otherwise the reason decides.
+pub fn exit_code(reason: EndReason, outcome: RunOutcome) -> u8 {
     match reason {
+        EndReason::Completed if outcome == RunOutcome::VerifyFailed => exit::VERIFY_FAILED,
         EndReason::Completed => exit::OK,
         EndReason::Cancelled => exit::CANCELLED,
         EndReason::MaxTurns => exit::MAX_TURNS,
@@ -161,6 +168,7 @@ pub async fn run(socket: &Path, args: RunArgs) -> Result<u8, ClientError> {
             max_cost: args.max_cost,
             max_seconds: args.max_seconds,
         },
+        verify: (!args.verify.is_empty()).then(|| VerifyRequest::Commands(args.verify.clone())),
     };
     let started: PromptResult = client.call_as(names::SESSION_PROMPT, params).await?;
     let mut follower = RunFollower {
@@ -196,7 +204,7 @@ struct RunFollower {
 
 impl RunFollower {
     async fn follow(&mut self, interrupts: &mut Interrupts) -> Result<u8, ClientError> {
-        let mut ended: Option<EndReason> = None;
+        let mut ended: Option<(EndReason, RunOutcome)> = None;
         let mut ours = false;
         let mut cancel_sent = false;
         loop {
@@ -262,8 +270,10 @@ impl RunFollower {
                 print_chunks(self.renderer.render_envelope(&envelope));
             }
             match &envelope.event {
-                SessionEvent::AgentEnd { run_id, reason, .. } if *run_id == self.run_id => {
-                    ended = Some(*reason);
+                SessionEvent::AgentEnd { run_id, reason, outcome, .. }
+                    if *run_id == self.run_id =>
+                {
+                    ended = Some((*reason, *outcome));
                 }
                 SessionEvent::Settled if ended.is_some() => break,
                 SessionEvent::ApprovalRequested { request_id, .. } if self.approvals => {
@@ -275,8 +285,8 @@ impl RunFollower {
                 self.end_check = None;
             }
         }
-        let reason = ended.unwrap_or(EndReason::Error);
-        Ok(if cancel_sent { exit::CANCELLED } else { exit_code(reason) })
+        let (reason, outcome) = ended.unwrap_or((EndReason::Error, RunOutcome::Unverified));
+        Ok(if cancel_sent { exit::CANCELLED } else { exit_code(reason, outcome) })
     }
 
     /// After `resync_required`: the events since the last one seen are gone. Follows on from
@@ -380,13 +390,17 @@ mod tests {
 
     #[test]
     fn exit_codes_follow_the_end_reason() {
-        assert_eq!(exit_code(EndReason::Completed), 0);
-        assert_eq!(exit_code(EndReason::Error), 1);
-        assert_eq!(exit_code(EndReason::MaxTurns), 3);
-        assert_eq!(exit_code(EndReason::CostLimit), 4);
-        assert_eq!(exit_code(EndReason::TimeLimit), 5);
-        assert_eq!(exit_code(EndReason::ToolFailureLimit), 6);
-        assert_eq!(exit_code(EndReason::Cancelled), 130);
+        let none = RunOutcome::Unverified;
+        assert_eq!(exit_code(EndReason::Completed, none), 0);
+        assert_eq!(exit_code(EndReason::Completed, RunOutcome::Verified), 0);
+        assert_eq!(exit_code(EndReason::Completed, RunOutcome::VerifyFailed), 7);
+        assert_eq!(exit_code(EndReason::Error, none), 1);
+        assert_eq!(exit_code(EndReason::MaxTurns, none), 3);
+        assert_eq!(exit_code(EndReason::MaxTurns, RunOutcome::VerifyFailed), 3);
+        assert_eq!(exit_code(EndReason::CostLimit, none), 4);
+        assert_eq!(exit_code(EndReason::TimeLimit, none), 5);
+        assert_eq!(exit_code(EndReason::ToolFailureLimit, none), 6);
+        assert_eq!(exit_code(EndReason::Cancelled, none), 130);
     }
 
     #[test]

@@ -34,6 +34,11 @@ impl Report {
         Self { json: serde_json::to_value(json).unwrap_or(Value::Null), text }
     }
 
+    /// A report of a JSON value and a text.
+    pub fn from_value(json: Value, text: String) -> Self {
+        Self { json, text }
+    }
+
     /// Prints the JSON (one line) or the text on stdout.
     pub fn print(&self, as_json: bool) {
         if as_json {

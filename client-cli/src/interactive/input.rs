@@ -95,6 +95,15 @@ pub enum Slash {
     Expand(usize),
     /// `/cancel`: cancel the run.
     Cancel,
+    /// `/undo [TURN] [--force]`: restore the files to before a checkpointed turn.
+    Undo {
+        /// The turn (default: the latest not undone yet).
+        turn: Option<u32>,
+        /// Overwrite files changed outside rein.
+        force: bool,
+    },
+    /// `/diff [TURN]`: the changes of a turn, or of the latest run.
+    Diff(Option<u32>),
 }
 
 /// The help text for the interactive prompt.
@@ -116,6 +125,8 @@ Ctrl-C cancels the run; on an idle prompt press it twice (or Ctrl-D) to leave.
   /mode [steer|follow-up]     what text typed during a run does
   /last, /expand N            full output of the last (or N-th) tool call
   /cancel                     cancel the run
+  /undo [TURN] [--force]      put the files back as they were before the last (or a) turn
+  /diff [TURN]                the file changes of the latest run (or of one turn)
   /quit                       leave (the session stays in the daemon)";
 
 /// Reads a typed line; `Err` carries a usage message for a malformed slash command.
@@ -212,6 +223,26 @@ fn parse_slash(command: &str) -> Result<Slash, String> {
             _ => Err("usage: /expand N".into()),
         },
         "cancel" => Ok(Slash::Cancel),
+        "undo" => {
+            let force = words.contains(&"--force");
+            let numbers: Vec<&&str> = words.iter().filter(|w| **w != "--force").collect();
+            match numbers.as_slice() {
+                [] => Ok(Slash::Undo { turn: None, force }),
+                [n] => n
+                    .parse::<u32>()
+                    .map(|turn| Slash::Undo { turn: Some(turn), force })
+                    .map_err(|_| "usage: /undo [TURN] [--force]".into()),
+                _ => Err("usage: /undo [TURN] [--force]".into()),
+            }
+        }
+        "diff" => match words.as_slice() {
+            [] => Ok(Slash::Diff(None)),
+            [n] => n
+                .parse::<u32>()
+                .map(|t| Slash::Diff(Some(t)))
+                .map_err(|_| "usage: /diff [TURN]".into()),
+            _ => Err("usage: /diff [TURN]".into()),
+        },
         other => Err(format!("unknown command /{other}; /help lists them")),
     }
 }
@@ -277,6 +308,9 @@ mod tests {
         assert_eq!(slash("/mode follow-up"), Slash::Mode(Some(BusyMode::FollowUp)));
         assert_eq!(slash("/expand 2"), Slash::Expand(2));
         assert_eq!(slash("/quit"), Slash::Quit);
+        assert_eq!(slash("/undo"), Slash::Undo { turn: None, force: false });
+        assert_eq!(slash("/undo 3 --force"), Slash::Undo { turn: Some(3), force: true });
+        assert_eq!(slash("/diff 2"), Slash::Diff(Some(2)));
     }
 
     #[test]

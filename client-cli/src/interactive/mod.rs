@@ -11,8 +11,8 @@ pub mod input;
 mod output;
 
 use crate::client::{Client, ClientError};
-use crate::commands::exit;
 use crate::commands::session::{self as session_cmd, Report};
+use crate::commands::{checkpoints, exit};
 use crate::gap::StreamCursor;
 use crate::render::{RenderOptions, Renderer, ToolOutcome, summarize_arguments};
 use crate::session::{self, SessionRequest};
@@ -342,6 +342,7 @@ impl Attach {
             images: Vec::new(),
             when_busy: Some(if follow_up { BusyBehavior::FollowUp } else { BusyBehavior::Steer }),
             limits: RunLimits::default(),
+            verify: None,
         };
         if self.call_quietly(names::SESSION_PROMPT, params).await {
             self.running = true;
@@ -442,6 +443,18 @@ impl Attach {
             }
             Slash::Cancel => {
                 let report = session_cmd::cancel(&mut self.client, &session).await;
+                self.show(report);
+            }
+            Slash::Undo { turn, force } => {
+                let cwd = self.cwd.clone();
+                let client = &mut self.client;
+                let report = checkpoints::undo(client, Some(&session), &cwd, turn, force).await;
+                self.show(report);
+            }
+            Slash::Diff(turn) => {
+                let cwd = self.cwd.clone();
+                let report =
+                    checkpoints::diff(&mut self.client, Some(&session), &cwd, turn, None).await;
                 self.show(report);
             }
         }

@@ -20,6 +20,7 @@ use rein_protocol::event::{EndReason, QueueState, QueuedMessage, SessionEvent};
 use rein_protocol::message::{ContentBlock, Message, ToolResultMessage, Usage};
 use rein_protocol::method::{BusyBehavior, PromptDisposition, QueueSelector};
 use rein_protocol::model::{ModelInfo, ThinkingLevel};
+use rein_protocol::verify::RunOutcome;
 use std::collections::VecDeque;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -264,6 +265,7 @@ impl Shared {
                         error: Some("internal error: the run panicked".to_string()),
                         usage: Usage::default(),
                         turns: 0,
+                        outcome: RunOutcome::Unverified,
                     }
                 }
             };
@@ -276,6 +278,7 @@ impl Shared {
                 error: end.error,
                 usage: end.usage,
                 turns: end.turns,
+                outcome: end.outcome,
             });
             state.active = None;
             let leftover_steering = std::mem::take(&mut state.steering);
@@ -560,5 +563,7 @@ impl Harness {
     }
 }
 
+#[cfg(test)]
+mod stop_tests;
 #[cfg(test)]
 mod tests;

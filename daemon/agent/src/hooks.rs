@@ -7,7 +7,8 @@
 //! not rely on it: cancelling a run stops waiting on any hook at once.
 
 use futures::future::{BoxFuture, FutureExt, ready};
-use rein_protocol::message::{Message, ToolResultMessage};
+use rein_protocol::message::{ContentBlock, Message, ToolCall, ToolResultMessage};
+use rein_protocol::verify::RunOutcome;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -62,6 +63,46 @@ pub enum ToolCallDecision {
     },
 }
 
+/// The tool calls of one turn, shown to [`AgentHooks::before_tools`] and
+/// [`AgentHooks::after_tools`].
+#[derive(Debug, Clone, Copy)]
+pub struct TurnTools<'a> {
+    /// The run the turn belongs to.
+    pub run_id: &'a str,
+    /// The 1-based turn within the run.
+    pub turn: u32,
+    /// The calls of the turn's reply, in call order.
+    pub calls: &'a [ToolCall],
+}
+
+/// A run whose model just stopped (a reply without tool calls, no steering waiting), shown to
+/// [`AgentHooks::on_stop`].
+#[derive(Debug, Clone, Copy)]
+pub struct StopView<'a> {
+    /// The run.
+    pub run_id: &'a str,
+    /// The 1-based turn whose reply stopped.
+    pub turn: u32,
+    /// Cancelled when the run is cancelled or runs out of time.
+    pub cancel: &'a CancellationToken,
+}
+
+/// What [`AgentHooks::on_stop`] decides.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StopDecision {
+    /// The run is complete, with this outcome.
+    Finish(RunOutcome),
+    /// The run goes on: `content` is appended as a user message and another turn starts
+    /// (limits permitting). `outcome` is the run's outcome should it end before the model stops
+    /// again.
+    Continue {
+        /// What the model is told (a failing check's output, say).
+        content: Vec<ContentBlock>,
+        /// The outcome so far.
+        outcome: RunOutcome,
+    },
+}
+
 /// The host's hooks into a run. Every method has a default that changes nothing.
 pub trait AgentHooks: Send + Sync {
     /// Called before every provider request (also the retry after a context overflow). May
@@ -90,6 +131,29 @@ pub trait AgentHooks: Send + Sync {
     ) -> BoxFuture<'a, ToolResultMessage> {
         let _ = call;
         ready(result).boxed()
+    }
+
+    /// Called before the tool calls of a turn run (not for a reply that ended the run). The
+    /// coding layer snapshots the project here.
+    fn before_tools<'a>(&'a self, turn: TurnTools<'a>) -> BoxFuture<'a, ()> {
+        let _ = turn;
+        ready(()).boxed()
+    }
+
+    /// Called after the tool calls of a turn ran (also when the run was cancelled meanwhile,
+    /// so the host can record what the tools left behind); the loop waits for it, so it should
+    /// be short.
+    fn after_tools<'a>(&'a self, turn: TurnTools<'a>) -> BoxFuture<'a, ()> {
+        let _ = turn;
+        ready(()).boxed()
+    }
+
+    /// Called when the model ends a run (a reply without tool calls and no steering waiting):
+    /// the place for checks that decide whether the run is really done (verification, a
+    /// `Stop` hook). The default finishes the run `unverified`.
+    fn on_stop<'a>(&'a self, stop: StopView<'a>) -> BoxFuture<'a, StopDecision> {
+        let _ = stop;
+        ready(StopDecision::Finish(RunOutcome::Unverified)).boxed()
     }
 
     /// Called when the provider rejected a request as too long for the context window, at

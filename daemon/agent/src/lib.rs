@@ -41,8 +41,9 @@
 //!    `AutoRetry` for the provider's retry notices); the reply is appended (`MessageEnd`).
 //! 3. Its tool calls run (see *Scheduling*); each result is appended in call order
 //!    (`MessageStart`, `MessageEnd`), then `TurnEnd` carries the reply and its results.
-//! 4. No tool calls and no pending steer: the run is complete. Otherwise the limits are
-//!    checked, pending steering messages are appended, and the next turn starts.
+//! 4. No tool calls and no pending steer: the `on_stop` hook decides; by default the run is
+//!    complete. Otherwise (or when the hook gives the model a message) the limits are checked,
+//!    pending steering messages are appended, and the next turn starts.
 //! 5. `AgentEnd` says why it ended ([`rein_protocol::event::EndReason`]), with the usage and
 //!    turn count.
 //!
@@ -82,6 +83,10 @@
 //! - `after_tool_call`: amend the result the model will see.
 //! - `on_context_overflow`: when the provider says the request is too long, return a
 //!   compacted history to retry with; at most once per run.
+//! - `before_tools` / `after_tools`: around the tool batch of each turn that runs one
+//!   (checkpoints).
+//! - `on_stop`: when the model stops calling tools, finish the run with an outcome
+//!   (`verified`, ...) or keep it going with a user message (a failing check's output).
 //!
 //! # Limits and stopping
 //!
@@ -119,7 +124,10 @@ mod test_support;
 
 pub use events::EventReceiver;
 pub use harness::{Harness, HarnessConfig, HarnessError, PromptReceipt, QueueReceipt};
-pub use hooks::{AgentHooks, NoHooks, RequestEdit, RequestView, ToolCallContext, ToolCallDecision};
+pub use hooks::{
+    AgentHooks, NoHooks, RequestEdit, RequestView, StopDecision, StopView, ToolCallContext,
+    ToolCallDecision, TurnTools,
+};
 pub use limits::{RunLimits, RunProgress};
 pub use tool::{ExecutionMode, Tool, ToolInvocation, ToolOutput, ToolUpdateSink};
 pub use toolset::{ToolSet, ToolSetError};

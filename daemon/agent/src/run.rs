@@ -6,7 +6,7 @@
 
 use crate::execution::{BatchContext, execute_batch, skip_calls};
 use crate::harness::Shared;
-use crate::hooks::{AgentHooks, RequestView};
+use crate::hooks::{AgentHooks, RequestView, StopDecision, StopView, TurnTools};
 use crate::limits::{RunLimits, RunProgress};
 use crate::now_ms;
 use crate::partial::PartialMessage;
@@ -23,6 +23,7 @@ use rein_protocol::message::{
     UserMessage,
 };
 use rein_protocol::model::{ModelInfo, ThinkingLevel};
+use rein_protocol::verify::RunOutcome;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use tokio_util::sync::CancellationToken;
@@ -60,6 +61,8 @@ pub(crate) struct RunEnd {
     pub(crate) usage: Usage,
     /// Turns taken.
     pub(crate) turns: u32,
+    /// Whether the result passed the host's checks.
+    pub(crate) outcome: RunOutcome,
 }
 
 /// The assistant's reply to one request.
@@ -88,6 +91,7 @@ pub(crate) async fn execute(shared: &Shared, setup: RunSetup) -> RunEnd {
         failed_turns: 0,
         overflow_recovered: false,
         message_started: AtomicBool::new(false),
+        outcome: RunOutcome::Unverified,
     };
     run.execute().await
 }
@@ -101,6 +105,7 @@ struct Run<'a> {
     failed_turns: u32,
     overflow_recovered: bool,
     message_started: AtomicBool,
+    outcome: RunOutcome,
 }
 
 impl Run<'_> {
@@ -130,7 +135,16 @@ impl Run<'_> {
             self.ensure_started();
             self.shared.append_message(Message::Assistant(message.clone()));
             let calls: Vec<ToolCall> = message.tool_calls().cloned().collect();
+            let runs_tools = ending.is_none() && !calls.is_empty();
+            if runs_tools {
+                self.before_tools(&calls).await;
+            }
             let tool_results = self.answer_calls(&calls, ending.as_ref().map(|e| e.0)).await;
+            if runs_tools {
+                let turn =
+                    TurnTools { run_id: &self.setup.run_id, turn: self.turns, calls: &calls };
+                self.setup.hooks.after_tools(turn).await;
+            }
             let all_failed =
                 !tool_results.is_empty() && tool_results.iter().all(|result| result.is_error);
             self.shared.events.emit(SessionEvent::TurnEnd {
@@ -141,7 +155,7 @@ impl Run<'_> {
             if let Some((reason, error)) = ending {
                 return self.end(reason, error);
             }
-            if let Some(end) = self.turn_boundary(!calls.is_empty(), all_failed) {
+            if let Some(end) = self.turn_boundary(!calls.is_empty(), all_failed).await {
                 return end;
             }
         }
@@ -172,15 +186,52 @@ impl Run<'_> {
         }
     }
 
+    /// The `before_tools` hook, given up at once when the run stops.
+    async fn before_tools(&self, calls: &[ToolCall]) {
+        let turn = TurnTools { run_id: &self.setup.run_id, turn: self.turns, calls };
+        tokio::select! {
+            biased;
+            () = self.stop.token().cancelled() => {}
+            () = self.setup.hooks.before_tools(turn) => {}
+        }
+    }
+
+    /// Asks the host whether a run the model stopped is done. `Err` ends the run (complete, or
+    /// stopped meanwhile); `Ok` is the message the run goes on with.
+    async fn ask_stop(&mut self) -> Result<Vec<ContentBlock>, RunEnd> {
+        let view =
+            StopView { run_id: &self.setup.run_id, turn: self.turns, cancel: self.stop.token() };
+        let decision = tokio::select! {
+            biased;
+            () = self.stop.token().cancelled() => None,
+            decision = self.setup.hooks.on_stop(view) => Some(decision),
+        };
+        match decision {
+            None => Err(self.end(self.stop.end_reason(), None)),
+            Some(StopDecision::Finish(outcome)) => {
+                self.outcome = outcome;
+                Err(self.end(EndReason::Completed, None))
+            }
+            Some(StopDecision::Continue { content, outcome }) => {
+                self.outcome = outcome;
+                Ok(content)
+            }
+        }
+    }
+
     /// Decides at a turn boundary whether the run goes on; when it does, appends the pending
     /// steering messages. `Some` is how the run ends.
-    fn turn_boundary(&mut self, made_calls: bool, all_calls_failed: bool) -> Option<RunEnd> {
+    async fn turn_boundary(&mut self, made_calls: bool, all_calls_failed: bool) -> Option<RunEnd> {
         if self.stop.is_stopped() {
             return Some(self.end(self.stop.end_reason(), None));
         }
         self.failed_turns = if all_calls_failed { self.failed_turns + 1 } else { 0 };
+        let mut continuation = None;
         if !made_calls && !self.shared.has_steering() {
-            return Some(self.end(EndReason::Completed, None));
+            match self.ask_stop().await {
+                Ok(content) => continuation = Some(content),
+                Err(end) => return Some(end),
+            }
         }
         let progress = RunProgress {
             turns: self.turns,
@@ -189,6 +240,9 @@ impl Run<'_> {
         };
         if let Some(reason) = self.setup.limits.exceeded(&progress) {
             return Some(self.end(reason, None));
+        }
+        if let Some(content) = continuation {
+            self.shared.append_input(Message::User(UserMessage { content, timestamp: now_ms() }));
         }
         for content in self.shared.take_steering() {
             self.shared.append_input(Message::User(UserMessage { content, timestamp: now_ms() }));
@@ -345,6 +399,12 @@ impl Run<'_> {
 
     fn end(&self, reason: EndReason, error: Option<String>) -> RunEnd {
         tracing::debug!(run_id = %self.setup.run_id, ?reason, turns = self.turns, "run ended");
-        RunEnd { reason, error, usage: self.usage.clone(), turns: self.turns }
+        RunEnd {
+            reason,
+            error,
+            usage: self.usage.clone(),
+            turns: self.turns,
+            outcome: self.outcome,
+        }
     }
 }

@@ -8,6 +8,7 @@
 
 pub mod approval;
 pub mod atomic;
+pub mod checkpoint;
 pub mod config_file;
 pub mod edit_match;
 pub mod file_locks;
@@ -23,6 +24,7 @@ pub mod session;
 pub mod skills;
 pub mod tools;
 pub mod trust;
+pub mod verify;
 
 pub use approval::{ApprovalAnswer, ApprovalNotFound, Approvals, approval_reason};
 pub use file_locks::{FileLockGuard, FileLocks};

@@ -52,6 +52,20 @@ pub struct RunInfo {
     pub model: Option<String>,
 }
 
+/// `custom_type` of the entry recording one verification round (written by the coding
+/// layer); the JSONL trajectory exports each as a `verification` line.
+pub const VERIFICATION_ENTRY_TYPE: &str = "rein.verification";
+
+/// One verification line of a JSONL trajectory: the round's record with its entry id.
+#[derive(Debug, Serialize)]
+struct VerificationLine<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    entry_id: &'a str,
+    #[serde(flatten)]
+    data: &'a serde_json::Value,
+}
+
 /// One message line of a JSONL trajectory.
 #[derive(Debug, Serialize)]
 struct MessageLine<'a> {
@@ -146,15 +160,26 @@ impl Session {
     }
 
     /// The active path as JSONL: every message on it (the full history, compacted part
-    /// included) as `{"type":"message","entry_id":..,"message":..}`, then a `run_info` line.
+    /// included) as `{"type":"message","entry_id":..,"message":..}`, each verification round
+    /// as `{"type":"verification","entry_id":..,"run_id":..,"round":..,"passed":..,"checks":[..]}`
+    /// where it happened, then a `run_info` line.
     pub fn export_jsonl(&self, exit_reason: Option<&str>) -> Result<String, SessionError> {
         let mut out = Vec::new();
         for entry in self.tree().active_path() {
-            if let EntryKind::Message { message } = &entry.kind {
-                push_line(
+            match &entry.kind {
+                EntryKind::Message { message } => push_line(
                     &mut out,
                     &MessageLine { kind: "message", entry_id: &entry.id, message },
-                )?;
+                )?,
+                EntryKind::Custom { custom_type, data }
+                    if custom_type == VERIFICATION_ENTRY_TYPE && data.is_object() =>
+                {
+                    push_line(
+                        &mut out,
+                        &VerificationLine { kind: "verification", entry_id: &entry.id, data },
+                    )?
+                }
+                _ => {}
             }
         }
         push_line(&mut out, &self.run_info(exit_reason))?;

@@ -6,6 +6,7 @@
 //! settings), `running` (prompts, queues, cancel, shell, approvals), `history` (branch,
 //! compact, export) and `subscriptions` (event streams).
 
+mod checkpoints;
 mod daemon;
 mod history;
 mod paging;
@@ -76,6 +77,8 @@ pub fn build() -> Result<Methods, RegisterError> {
     register(m, names::SESSION_BRANCH, history::branch)?;
     register(m, names::SESSION_COMPACT, history::compact)?;
     register(m, names::SESSION_EXPORT, history::export)?;
+    register(m, names::SESSION_UNDO, checkpoints::undo)?;
+    register(m, names::SESSION_DIFF, checkpoints::diff)?;
 
     m.register_subscription(
         names::DAEMON_SUBSCRIBE,

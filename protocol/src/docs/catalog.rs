@@ -522,6 +522,37 @@ pub fn methods() -> Vec<MethodDoc> {
             ],
         ),
         method(
+            names::SESSION_UNDO,
+            "Restores the project's files to before a checkpointed turn's tools ran.",
+            Payload::of(ex::undo_params()),
+            Payload::of(ex::undo_result()),
+            session_errors(&[E::SessionBusy, E::UndoConflict, E::Io]),
+            vec![
+                "Before each turn's tools run, and again after, the daemon snapshots the \
+                 project tree into a private git store under `REIN_HOME` (never the user's \
+                 repository). Undo writes back every file that differs from the snapshot taken \
+                 before `turn` (or the first checkpointed turn at or after `entry_id`; default: \
+                 the latest turn not undone yet), including files that shell commands created \
+                 or deleted. It needs the session idle.",
+                "A file that changed outside rein since the snapshot is not overwritten: the \
+                 call fails with `undo_conflict` naming the files, unless `force` is true. \
+                 Every subscriber sees `undo_applied` and the `entry_appended` of the undo's \
+                 record.",
+            ],
+        ),
+        method(
+            names::SESSION_DIFF,
+            "Shows the file changes of a checkpointed turn or a run.",
+            Payload::of(ex::diff_params()),
+            Payload::of(ex::diff_result()),
+            session_errors(&[E::Io]),
+            vec![
+                "With `turn`: what that turn's tools changed; with `run_id`: from before the \
+                 run's first checkpointed turn to after its last; with neither: the latest run \
+                 that has checkpoints.",
+            ],
+        ),
+        method(
             names::SESSION_SUBSCRIBE,
             "Subscribes to a session's events, optionally replaying those after a seq.",
             Payload::of(ex::subscribe_params()),

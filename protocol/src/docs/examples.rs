@@ -5,6 +5,10 @@
 //! Every value goes through serde on its way into the docs, so an example can never show a shape
 //! the daemon would not send or accept.
 
+use crate::checkpoint::{
+    CheckpointInfo, DiffParams, DiffResult, FileChange, FileChangeKind, SkippedFile, UndoParams,
+    UndoResult,
+};
 use crate::entry::{EntryKind, SessionEntry};
 use crate::error::ErrorKind;
 use crate::event::{
@@ -28,6 +32,7 @@ use crate::method::{
     SubscriptionNotification, TreeResult, TrustListResult, TrustParams,
 };
 use crate::model::{Api, ModelCost, ModelInfo, ModelRef, ThinkingLevel};
+use crate::verify::{RunOutcome, VerifyCheckResult, VerifyRequest};
 use crate::version::PROTOCOL_VERSION;
 use serde_json::json;
 
@@ -369,6 +374,56 @@ pub fn prompt_params() -> PromptParams {
         images: vec![],
         when_busy: Some(BusyBehavior::FollowUp),
         limits: RunLimits { max_turns: Some(20), max_cost: Some(0.5), max_seconds: None },
+        verify: Some(VerifyRequest::Commands(vec!["cargo test".into()])),
+    }
+}
+
+/// A check that failed, as `verify_finished` reports it.
+fn failed_check() -> VerifyCheckResult {
+    VerifyCheckResult {
+        command: "cargo test".into(),
+        passed: false,
+        exit_code: Some(101),
+        timed_out: false,
+        duration_ms: 4_210,
+        output_tail: "test lex::empty_input ... FAILED\ntest result: FAILED. 11 passed; 1 failed\n"
+            .into(),
+        full_output_path: None,
+    }
+}
+
+/// `session/undo` params.
+pub fn undo_params() -> UndoParams {
+    UndoParams { session_id: SESSION_ID.into(), turn: Some(4), entry_id: None, force: false }
+}
+
+/// `session/undo` result.
+pub fn undo_result() -> UndoResult {
+    UndoResult {
+        turn: 4,
+        restored: vec!["src/lex.rs".into()],
+        removed: vec!["src/lex_tmp.rs".into()],
+        overwritten: vec![],
+        entry_id: "c9d0e1f2".into(),
+    }
+}
+
+/// `session/diff` params.
+pub fn diff_params() -> DiffParams {
+    DiffParams { session_id: SESSION_ID.into(), turn: Some(4), run_id: None }
+}
+
+/// `session/diff` result.
+pub fn diff_result() -> DiffResult {
+    DiffResult {
+        turns: vec![CheckpointInfo {
+            turn: 4,
+            run_id: RUN_ID.into(),
+            run_turn: 2,
+            entry_id: "b7c8d9e0".into(),
+        }],
+        files: vec![FileChange { path: "src/lex.rs".into(), change: FileChangeKind::Modified }],
+        patch: "diff --git a/src/lex.rs b/src/lex.rs\n--- a/src/lex.rs\n+++ b/src/lex.rs\n@@ -1 +1 @@\n-fn lex() {}\n+fn lex() -> Vec<Token> { Vec::new() }\n".into(),
     }
 }
 
@@ -680,12 +735,44 @@ pub fn session_events() -> Vec<SessionEvent> {
                 "/home/ada/.local/share/rein/sessions/--home-ada-src-parser--/{SESSION_ID}.jsonl"
             )),
         },
+        SessionEvent::CheckpointCreated {
+            turn: 4,
+            run_id: RUN_ID.into(),
+            run_turn: 2,
+            skipped: vec![SkippedFile { path: "data/dump.bin".into(), bytes: 52_428_800 }],
+        },
+        SessionEvent::CheckpointFailed {
+            run_id: RUN_ID.into(),
+            run_turn: 3,
+            error: "git write-tree failed: disk full".into(),
+        },
+        SessionEvent::VerifyStarted {
+            run_id: RUN_ID.into(),
+            round: 1,
+            max_rounds: 2,
+            commands: vec!["cargo test".into()],
+        },
+        SessionEvent::VerifyFinished {
+            run_id: RUN_ID.into(),
+            round: 1,
+            passed: false,
+            checks: vec![failed_check()],
+            cancelled: false,
+        },
+        SessionEvent::UndoApplied {
+            turn: 4,
+            restored: vec!["src/lex.rs".into()],
+            removed: vec!["src/lex_tmp.rs".into()],
+            overwritten: vec![],
+            requested_by: "rein".into(),
+        },
         SessionEvent::AgentEnd {
             run_id: RUN_ID.into(),
             reason: EndReason::Completed,
             error: None,
             usage: usage(),
             turns: 3,
+            outcome: RunOutcome::VerifyFailed,
         },
         SessionEvent::Settled,
     ]
@@ -761,6 +848,7 @@ pub fn walkthrough_events(first_seq: u64) -> Vec<SubscriptionNotification<Subscr
             error: None,
             usage: usage(),
             turns: 1,
+            outcome: RunOutcome::Unverified,
         },
         SessionEvent::Settled,
     ];

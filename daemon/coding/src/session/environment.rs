@@ -13,9 +13,11 @@ use rein_protocol::method::ApprovalPolicy;
 use rein_protocol::model::ThinkingLevel;
 use rein_session::{CompactionSettings, SessionStore};
 
+use crate::checkpoint::CheckpointSettings;
 use crate::file_locks::FileLocks;
 use crate::tools::BashSettings;
 use crate::trust::TrustStore;
+use crate::verify::VerifyConfig;
 
 /// Where a session's events go. The daemon numbers them and fans them out; the callback must
 /// not block (it is called from the session's tasks and from its control methods).
@@ -55,6 +57,10 @@ pub struct SessionDefaults {
     pub config_file: Option<PathBuf>,
     /// Files no tool reads, searches or changes (see `ToolContext::hidden_files`).
     pub hidden_files: Vec<std::path::PathBuf>,
+    /// `[verify]`: the checks run when the model ends a run.
+    pub verify: VerifyConfig,
+    /// `[checkpoints]`: snapshots of the project before and after each turn's tools.
+    pub checkpoints: CheckpointSettings,
 }
 
 /// The default of [`SessionDefaults::approval_grace`].
@@ -72,6 +78,8 @@ impl Default for SessionDefaults {
             approval_grace: DEFAULT_APPROVAL_GRACE,
             config_file: None,
             hidden_files: Vec::new(),
+            verify: VerifyConfig::default(),
+            checkpoints: CheckpointSettings::default(),
         }
     }
 }

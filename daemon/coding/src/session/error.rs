@@ -42,6 +42,15 @@ pub enum CodingError {
     /// A file system operation failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// Taking or restoring a checkpoint failed.
+    #[error("checkpoint: {0}")]
+    Checkpoint(String),
+    /// Undo would overwrite files changed outside rein since the snapshot.
+    #[error(
+        "these files changed outside rein since the snapshot: {}; undo with force to overwrite them",
+        .0.join(", ")
+    )]
+    UndoConflict(Vec<String>),
     /// The agent harness refused.
     #[error(transparent)]
     Harness(HarnessError),
@@ -71,7 +80,8 @@ impl CodingError {
             Self::Closed => ErrorKind::SessionNotFound,
             Self::Session(error) => error.kind(),
             Self::Provider(_) => ErrorKind::ProviderError,
-            Self::Io(_) => ErrorKind::Io,
+            Self::Io(_) | Self::Checkpoint(_) => ErrorKind::Io,
+            Self::UndoConflict(_) => ErrorKind::UndoConflict,
             Self::Harness(HarnessError::Busy) => ErrorKind::SessionBusy,
             Self::Harness(_) => ErrorKind::Internal,
             Self::ProjectConfig(_) => ErrorKind::InvalidRequest,

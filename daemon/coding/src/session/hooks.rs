@@ -7,11 +7,15 @@ use std::sync::{Arc, Weak};
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use rein_agent::{AgentHooks, RequestEdit, RequestView, ToolCallContext, ToolCallDecision};
+use rein_agent::{
+    AgentHooks, RequestEdit, RequestView, StopDecision, StopView, ToolCallContext,
+    ToolCallDecision, TurnTools,
+};
 use rein_ai::Provider;
 use rein_protocol::event::{ApprovalDecision, CompactionReason, SessionEvent};
 use rein_protocol::message::Message;
 use rein_protocol::model::ModelInfo;
+use rein_protocol::verify::RunOutcome;
 use rein_session::repair::{is_valid_tool_history, repair_messages};
 use rein_session::{Compacted, Session};
 use tokio_util::sync::CancellationToken;
@@ -65,6 +69,35 @@ impl AgentHooks for SessionHooks {
             match self.session.upgrade() {
                 Some(session) => session.approve(call).await,
                 None => ToolCallDecision::Block { reason: "the session was closed".into() },
+            }
+        }
+        .boxed()
+    }
+
+    fn before_tools<'a>(&'a self, turn: TurnTools<'a>) -> BoxFuture<'a, ()> {
+        async move {
+            if let Some(session) = self.session.upgrade() {
+                let tools: Vec<&str> = turn.calls.iter().map(|call| call.name.as_str()).collect();
+                session.checkpoint_before(turn.run_id, turn.turn, &tools).await;
+            }
+        }
+        .boxed()
+    }
+
+    fn after_tools<'a>(&'a self, turn: TurnTools<'a>) -> BoxFuture<'a, ()> {
+        async move {
+            if let Some(session) = self.session.upgrade() {
+                session.checkpoint_after(turn.run_id, turn.turn).await;
+            }
+        }
+        .boxed()
+    }
+
+    fn on_stop<'a>(&'a self, stop: StopView<'a>) -> BoxFuture<'a, StopDecision> {
+        async move {
+            match self.session.upgrade() {
+                Some(session) => session.on_stop(stop).await,
+                None => StopDecision::Finish(RunOutcome::Unverified),
             }
         }
         .boxed()

@@ -57,6 +57,7 @@
 //! from opening: `prompt` fails with `model_not_found` naming what to set, and the state still
 //! shows the model asked for.
 
+mod checkpoints;
 mod context;
 mod environment;
 mod error;
@@ -68,6 +69,7 @@ mod pump;
 mod run_record;
 mod shell;
 mod unsaved;
+mod verification;
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
@@ -94,11 +96,13 @@ use journal::Journal;
 use model::ModelSlot;
 use pump::EventPump;
 
+pub use checkpoints::{CHECKPOINT_ENTRY_TYPE, UNDO_ENTRY_TYPE};
 pub use environment::{
     ApprovalGate, CodingEnvironment, DEFAULT_APPROVAL_GRACE, EventSink, SessionDefaults,
 };
 pub use error::CodingError;
 pub use hooks::{APPROVAL_CANCELLED_REASON, NO_APPROVER_LEFT_REASON, NO_APPROVER_REASON};
+pub use verification::VERIFICATION_ENTRY_TYPE;
 
 /// The name given as `resolved_by` when the daemon itself answers an approval.
 pub const DAEMON_RESOLVER: &str = "daemon";
@@ -110,6 +114,7 @@ enum Operation {
     Branch,
     ShellIntoContext,
     ModelChange,
+    Undo,
 }
 
 impl Operation {
@@ -119,6 +124,7 @@ impl Operation {
             Self::Branch => CodingError::Busy("a branch is being made"),
             Self::ShellIntoContext => CodingError::Busy("a shell command is running"),
             Self::ModelChange => CodingError::Busy("the model is being changed"),
+            Self::Undo => CodingError::Busy("an undo is running"),
         }
     }
 }
@@ -159,6 +165,8 @@ pub struct CodingSession {
     tool_context: Mutex<ToolContext>,
     operation: Mutex<Option<ActiveOperation>>,
     shell: shell::ShellSlot,
+    run_plans: verification::RunPlans,
+    checkpoints: checkpoints::SessionCheckpoints,
     me: Weak<CodingSession>,
 }
 
@@ -308,6 +316,8 @@ impl CodingSession {
                 tool_context: Mutex::new(tool_context),
                 operation: Mutex::new(None),
                 shell: shell::ShellSlot::default(),
+                run_plans: verification::RunPlans::default(),
+                checkpoints: checkpoints::SessionCheckpoints::default(),
                 me: me.clone(),
             }
         }))
@@ -462,7 +472,15 @@ impl CodingSession {
     pub async fn prompt(&self, params: PromptParams) -> Result<PromptResult, CodingError> {
         let content = user_content(params.text, params.images)?;
         let limits = self.run_limits()?.with_overrides(&params.limits);
+        // Held until the run's checks are registered, so its first stop finds them.
+        let mut plans = self.run_plans.lock();
         let receipt = self.submit(content, Some(limits), params.when_busy)?;
+        if let Some(request) = &params.verify
+            && receipt.disposition != PromptDisposition::Steered
+        {
+            plans.set(receipt.id.clone(), self.env().defaults.verify.plan(Some(request)));
+        }
+        drop(plans);
         Ok(PromptResult { run_id: receipt.id, disposition: receipt.disposition })
     }
 

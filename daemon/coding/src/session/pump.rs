@@ -117,22 +117,28 @@ fn forward(
     event: SessionEvent,
 ) {
     journal.unsaved().observe(&event);
+    let mut write_failed = false;
     let event = match event {
-        SessionEvent::AgentEnd { run_id, reason, error, usage, turns } => {
+        SessionEvent::AgentEnd { run_id, reason, error, usage, turns, outcome } => {
             // The run that could not be written ended with an error, however it was stopped.
             let (reason, error) = match journal.unsaved().end_run() {
-                Some(failure) => (
-                    EndReason::Error,
-                    Some(format!("the session file could not be written: {failure}")),
-                ),
+                Some(failure) => {
+                    write_failed = true;
+                    (
+                        EndReason::Error,
+                        Some(format!("the session file could not be written: {failure}")),
+                    )
+                }
                 None => (reason, error),
             };
-            SessionEvent::AgentEnd { run_id, reason, error, usage, turns }
+            SessionEvent::AgentEnd { run_id, reason, error, usage, turns, outcome }
         }
         other => other,
     };
     if let Some(entry) = setup.run_end(&event) {
-        if let Err(error) = journal.write(|session| session.append(entry)) {
+        // A run whose messages could not be written records no end either: the file must not
+        // acknowledge a run whose history it does not hold.
+        if !write_failed && let Err(error) = journal.write(|session| session.append(entry)) {
             tracing::error!(%error, "could not record the end of a run");
         }
         sink(event);

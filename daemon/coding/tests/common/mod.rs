@@ -215,6 +215,7 @@ pub fn prompt(session: &CodingSession, text: &str) -> PromptParams {
         images: Vec::new(),
         when_busy: None,
         limits: RunLimits::default(),
+        verify: None,
     }
 }
 

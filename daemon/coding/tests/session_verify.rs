@@ -1,0 +1,179 @@
+//! Verification through a real coding session: the checks run in the project when the model
+//! stops, a failure goes back to the model and the run goes on, and the outcome is reported on
+//! `agent_end`, recorded in the session file and in the JSONL trajectory.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
+
+mod common;
+
+use common::{Fixture, prompt};
+use rein_coding::verify::{CheckConfig, VerifyConfig};
+use rein_protocol::event::{EndReason, SessionEvent};
+use rein_protocol::message::Message;
+use rein_protocol::method::{ApprovalPolicy, ExportFormat};
+use rein_protocol::verify::{RunOutcome, VerifyRequest};
+use rein_protocol::{EntryKind, SessionEntry};
+use rein_testkit::fake_provider::Reply;
+use serde_json::{Value, json};
+
+/// The check: passes once `fixed.txt` says "ok".
+const CHECK: &str = "grep -qx ok fixed.txt || { echo 'expected ok in fixed.txt'; exit 1; }";
+
+fn outcome_of(events: &[SessionEvent]) -> (EndReason, RunOutcome) {
+    events
+        .iter()
+        .find_map(|event| match event {
+            SessionEvent::AgentEnd { reason, outcome, .. } => Some((*reason, *outcome)),
+            _ => None,
+        })
+        .expect("an agent_end")
+}
+
+fn verification_entries(path: &std::path::Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .skip(1)
+        .filter_map(|line| match serde_json::from_str::<SessionEntry>(line).unwrap().kind {
+            EntryKind::Custom { custom_type, data } if custom_type == "rein.verification" => {
+                Some(data)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_model_that_fixes_the_check_in_round_two_ends_verified() {
+    let fixture = Fixture::new(vec![
+        Reply::text("Done, I think."),
+        Reply::tool_call("write", json!({"path": "fixed.txt", "content": "ok\n"})),
+        Reply::text("Now it is fixed."),
+    ])
+    .await;
+    fixture.write("fixed.txt", "broken\n");
+    let (session, mut events) = fixture.create(ApprovalPolicy::Yolo).await;
+    let mut params = prompt(&session, "make the check pass");
+    params.verify = Some(VerifyRequest::Commands(vec![CHECK.into()]));
+    session.prompt(params).await.unwrap();
+    events.settled().await;
+
+    assert_eq!(outcome_of(&events.seen), (EndReason::Completed, RunOutcome::Verified));
+    let rounds: Vec<(u32, bool)> = events
+        .matching(|e| matches!(e, SessionEvent::VerifyFinished { .. }))
+        .into_iter()
+        .filter_map(|e| match e {
+            SessionEvent::VerifyFinished { round, passed, .. } => Some((round, passed)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rounds, vec![(1, false), (2, true)]);
+    let started = events.matching(|e| matches!(e, SessionEvent::VerifyStarted { .. }));
+    assert!(matches!(
+        &started[0],
+        SessionEvent::VerifyStarted { round: 1, max_rounds: 2, commands, .. } if commands == &vec![CHECK.to_string()]
+    ));
+
+    // The model was told what failed: the second request carries the check's output.
+    let bodies = fixture.bodies();
+    assert_eq!(bodies.len(), 3);
+    let second = bodies[1].to_string();
+    assert!(second.contains("Verification failed (round 1 of 2)"), "{second}");
+    assert!(second.contains("expected ok in fixed.txt"), "{second}");
+
+    // Each round is in the session file, with command, exit code, duration and output.
+    let file = fixture.session_file(session.id());
+    let recorded = verification_entries(&file);
+    assert_eq!(recorded.len(), 2);
+    assert_eq!(recorded[0]["passed"], false);
+    assert_eq!(recorded[0]["checks"][0]["command"], CHECK);
+    assert_eq!(recorded[0]["checks"][0]["exit_code"], 1);
+    assert!(recorded[0]["checks"][0]["duration_ms"].is_u64());
+    assert!(recorded[0]["checks"][0]["output_tail"].as_str().unwrap().contains("expected ok"));
+    assert_eq!(recorded[1]["passed"], true);
+    assert_eq!(recorded[1]["round"], 2);
+
+    // And in the trajectory, where they happened.
+    let trajectory = session.export(ExportFormat::Jsonl).unwrap();
+    let kinds: Vec<String> = trajectory
+        .lines()
+        .map(|line| {
+            serde_json::from_str::<Value>(line).unwrap()["type"].as_str().unwrap().to_string()
+        })
+        .collect();
+    let verification_lines: Vec<usize> =
+        kinds.iter().enumerate().filter(|(_, k)| *k == "verification").map(|(i, _)| i).collect();
+    assert_eq!(verification_lines.len(), 2, "{kinds:?}");
+    assert_eq!(kinds.last().map(String::as_str), Some("run_info"));
+    // The first round follows the first answer, before the feedback message.
+    assert_eq!(kinds[verification_lines[0] + 1], "message", "{kinds:?}");
+}
+
+#[tokio::test]
+async fn a_model_that_never_fixes_it_ends_verify_failed_after_max_rounds() {
+    let fixture = Fixture::new(vec![Reply::text("Done."), Reply::text("Really done.")]).await;
+    fixture.write("fixed.txt", "broken\n");
+    let (session, mut events) = fixture.create(ApprovalPolicy::Yolo).await;
+    let mut params = prompt(&session, "make the check pass");
+    params.verify = Some(VerifyRequest::Commands(vec![CHECK.into()]));
+    session.prompt(params).await.unwrap();
+    events.settled().await;
+
+    assert_eq!(outcome_of(&events.seen), (EndReason::Completed, RunOutcome::VerifyFailed));
+    assert_eq!(fixture.bodies().len(), 2, "two rounds, then the run ends");
+    let finished = events.matching(|e| matches!(e, SessionEvent::VerifyFinished { .. }));
+    assert_eq!(finished.len(), 2);
+    // The last round's failure is not sent to a model that will not answer again.
+    let messages = session.messages();
+    assert!(matches!(messages.last(), Some(Message::Assistant(_))));
+    assert_eq!(verification_entries(&fixture.session_file(session.id())).len(), 2);
+}
+
+#[tokio::test]
+async fn configured_checks_apply_and_an_empty_list_turns_them_off() {
+    let mut fixture = Fixture::new(vec![Reply::text("one"), Reply::text("two")]).await;
+    fixture.env.defaults.verify = VerifyConfig {
+        commands: vec![CheckConfig::Command("test -f present.txt".into())],
+        max_rounds: 1,
+        ..VerifyConfig::default()
+    };
+    fixture.write("present.txt", "");
+    let (session, mut events) = fixture.create(ApprovalPolicy::Yolo).await;
+    session.prompt(prompt(&session, "first")).await.unwrap();
+    events.settled().await;
+    assert_eq!(outcome_of(&events.seen).1, RunOutcome::Verified);
+
+    events.clear();
+    let mut params = prompt(&session, "second");
+    params.verify = Some(VerifyRequest::Commands(Vec::new()));
+    session.prompt(params).await.unwrap();
+    events.settled().await;
+    assert_eq!(outcome_of(&events.seen).1, RunOutcome::Unverified);
+    assert!(events.matching(|e| matches!(e, SessionEvent::VerifyStarted { .. })).is_empty());
+}
+
+#[tokio::test]
+async fn no_checks_means_unverified() {
+    let fixture = Fixture::new(vec![Reply::text("hi")]).await;
+    let (session, mut events) = fixture.create(ApprovalPolicy::Yolo).await;
+    session.prompt(prompt(&session, "hello")).await.unwrap();
+    events.settled().await;
+    assert_eq!(outcome_of(&events.seen), (EndReason::Completed, RunOutcome::Unverified));
+}
+
+#[tokio::test]
+async fn cancelling_during_a_check_kills_it_and_reports_the_round_cancelled() {
+    let fixture = Fixture::new(vec![Reply::text("Done.")]).await;
+    let (session, mut events) = fixture.create(ApprovalPolicy::Yolo).await;
+    let mut params = prompt(&session, "go");
+    params.verify = Some(VerifyRequest::Commands(vec!["sleep 600".into()]));
+    session.prompt(params).await.unwrap();
+    events.until(|e| matches!(e, SessionEvent::VerifyStarted { .. })).await;
+    assert!(session.cancel());
+    let finished = events.until(|e| matches!(e, SessionEvent::VerifyFinished { .. })).await;
+    assert!(matches!(
+        finished,
+        SessionEvent::VerifyFinished { cancelled: true, passed: false, .. }
+    ));
+    events.settled().await;
+    assert_eq!(outcome_of(&events.seen), (EndReason::Cancelled, RunOutcome::Unverified));
+}
