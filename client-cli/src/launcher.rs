@@ -76,7 +76,13 @@ pub fn wait_for_exit(socket: &Path, timeout: Duration) -> bool {
     loop {
         let file = match std::fs::File::open(&lock) {
             Ok(file) => file,
-            Err(_) => return true,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return true,
+            // A lock file this client may not open (another user's daemon): it cannot tell,
+            // so it does not start a daemon of its own.
+            Err(error) => {
+                tracing::debug!(%error, lock = %lock.display(), "cannot open the daemon lock");
+                return false;
+            }
         };
         // A shared lock is enough to learn whether the daemon's exclusive one is still held;
         // it is dropped at once.

@@ -71,7 +71,7 @@ impl KeyStore {
     pub fn source(&self, provider: &str, variable: Option<&str>) -> KeySource {
         let Some(variable) = variable else { return KeySource::NotNeeded };
         let variable = variable.to_string();
-        if self.from_environment(&variable).is_some() {
+        if self.process_variable(&variable).is_some() {
             KeySource::Environment { variable }
         } else if self.load().is_some_and(|file| file.key(provider).is_some()) {
             KeySource::AuthFile { variable }
@@ -81,7 +81,7 @@ impl KeyStore {
     }
 
     fn read(&self, variable: &str) -> Option<String> {
-        self.from_environment(variable).or_else(|| {
+        self.process_variable(variable).or_else(|| {
             let owners = self.owners.read().unwrap_or_else(PoisonError::into_inner);
             let providers = owners.get(variable)?;
             let file = self.load()?;
@@ -89,7 +89,7 @@ impl KeyStore {
         })
     }
 
-    fn from_environment(&self, variable: &str) -> Option<String> {
+    fn process_variable(&self, variable: &str) -> Option<String> {
         (self.process)(variable).filter(|value| !value.trim().is_empty())
     }
 

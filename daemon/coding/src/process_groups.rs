@@ -46,7 +46,11 @@ struct GroupRecord {
 /// Names the directory records go to (`REIN_HOME/run`); only the first call counts.
 pub fn init(run_dir: &Path) -> std::io::Result<()> {
     let dir = run_dir.join(RECORDS_DIR);
-    std::fs::create_dir_all(&dir)?;
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        // Under REIN_HOME: owner only, like everything the daemon keeps there.
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(&dir)?;
+    }
     let _ = RECORDS.set(dir);
     Ok(())
 }

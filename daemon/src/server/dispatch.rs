@@ -265,6 +265,7 @@ const UNORDERED: &[&str] = &[
     names::SESSION_TREE,
     names::SESSION_QUEUE,
     names::SESSION_EXPORT,
+    names::SESSION_DIFF,
     names::SESSION_LIST,
     names::SESSION_CANCEL,
     names::SESSION_CLEAR_QUEUE,

@@ -52,10 +52,12 @@ impl Git {
         self.execute(args, input, true).await
     }
 
-    /// Creates the store (a bare repository at `git_dir`).
+    /// Creates the store (a bare repository at `git_dir`), private to the user: no template
+    /// files, and everything git writes into it later is 0600 (directories 0700).
     pub(crate) async fn init(&self) -> Result<(), CheckpointError> {
         let dir = self.git_dir.to_string_lossy().into_owned();
-        self.execute(&["init", "--quiet", "--bare", &dir], &[], false).await.map(|_| ())
+        let args = ["init", "--quiet", "--bare", "--shared=0600", "--template=", &dir];
+        self.execute(&args, &[], false).await.map(|_| ())
     }
 
     /// Runs git; `bound` sets the store, work tree and index variables.

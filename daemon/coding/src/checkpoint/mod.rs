@@ -161,15 +161,16 @@ impl CheckpointStore {
             work_tree: cwd.to_path_buf(),
         };
         if !is_initialized(&git.git_dir) {
-            std::fs::create_dir_all(&git.git_dir)?;
+            private_dir(&git.git_dir)?;
             git.init().await?;
-            std::fs::create_dir_all(git.git_dir.join("info"))?;
-            std::fs::write(git.git_dir.join("info").join("path"), format!("{}\n", cwd.display()))?;
+            private_dir(&git.git_dir.join("info"))?;
+            private_dir(&git.git_dir.join("indexes"))?;
+            write_private(&git.git_dir.join("info").join("path"), format!("{}\n", cwd.display()))?;
             // Highest-precedence attributes: no filters, no line-ending or encoding
             // conversion, whatever the project's .gitattributes say. Written last: its presence
             // marks a finished setup.
-            std::fs::write(
-                git.git_dir.join("info").join("attributes"),
+            write_private(
+                &git.git_dir.join("info").join("attributes"),
                 "* -text -filter -ident !eol !working-tree-encoding\n",
             )?;
         }
@@ -406,3 +407,22 @@ fn parse_raw(out: &[u8]) -> Vec<RawChange> {
 
 #[cfg(test)]
 mod tests;
+
+/// Creates `dir` and its missing parents, owner only (the stores live under `REIN_HOME`).
+fn private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)
+}
+
+/// Writes `contents` to a file only its owner may read.
+fn write_private(path: &Path, contents: impl AsRef<[u8]>) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)?;
+    file.write_all(contents.as_ref())
+}
