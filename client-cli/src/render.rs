@@ -7,7 +7,9 @@
 //! run and the interactive attach share it and tests can check its output.
 
 use crate::style::{Paint, Style};
-use rein_protocol::event::{ApprovalDecision, AssistantDelta, EndReason, SessionEvent};
+use rein_protocol::event::{
+    ApprovalDecision, AssistantDelta, EndReason, HookDecision, SessionEvent,
+};
 use rein_protocol::message::{ContentBlock, Message};
 use serde_json::Value;
 
@@ -197,6 +199,20 @@ impl Renderer {
             SessionEvent::LeafChanged { leaf_id } if self.options.interactive => {
                 let leaf = leaf_id.as_deref().unwrap_or("(empty)");
                 self.line(&mut out, Paint::Notice, &format!("active leaf: {leaf}"));
+            }
+            SessionEvent::HookFinished { hook_event, command, decision, message, .. }
+                if *decision != HookDecision::None =>
+            {
+                let decision = serde_json::to_value(decision)
+                    .ok()
+                    .and_then(|value| value.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                let mut text = format!("hook {hook_event} ({command}): {decision}");
+                if let Some(message) = message.as_deref().filter(|m| !m.trim().is_empty()) {
+                    text.push_str(": ");
+                    text.push_str(message.trim());
+                }
+                self.line(&mut out, Paint::Notice, &text);
             }
             SessionEvent::ShellStart { command, .. } => {
                 self.line(&mut out, Paint::Tool, &format!("$ {command}"));

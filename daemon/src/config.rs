@@ -26,6 +26,13 @@ pub struct Config {
     /// Session settings.
     #[serde(default)]
     pub sessions: SessionsConfig,
+    /// Command hooks (`[[hooks.EVENT]]`, Claude Code's format; see `docs/extensions.md`).
+    #[serde(default)]
+    pub hooks: rein_coding::command_hooks::HooksConfig,
+    /// Whether the hooks of a trusted project's `.claude/settings.json` (and
+    /// `.claude/settings.local.json`) run too.
+    #[serde(default)]
+    pub hooks_from_claude_settings: bool,
 }
 
 /// `[limits]`: defaults for each run.
@@ -184,6 +191,8 @@ pub fn coding_environment(
                 hidden_env: registry.key_variables(),
                 ..Default::default()
             },
+            hooks: config.hooks.clone(),
+            hooks_from_claude_settings: config.hooks_from_claude_settings,
             ..SessionDefaults::default()
         },
     })
@@ -224,6 +233,25 @@ mod tests {
         assert_eq!(config.limits.max_turns, 7);
         assert_eq!(config.limits.max_cost, Some(1.5));
         assert_eq!(config.sessions.idle_unload_secs, 30);
+    }
+
+    #[test]
+    fn hooks_are_part_of_the_configuration() {
+        let config = parse(
+            r#"
+            hooks_from_claude_settings = true
+            [[hooks.PreToolUse]]
+            matcher = "bash"
+            [[hooks.PreToolUse.hooks]]
+            type = "command"
+            command = "./guard.sh"
+            on_error = "block"
+            "#,
+        )
+        .unwrap();
+        assert!(config.hooks_from_claude_settings);
+        assert!(!config.hooks.is_empty());
+        assert!(parse("[[hooks.NoSuchEvent]]\nhooks = []\n").is_err());
     }
 
     #[test]

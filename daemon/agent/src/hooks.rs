@@ -55,11 +55,28 @@ pub struct ToolCallContext {
 pub enum ToolCallDecision {
     /// Run the call.
     Proceed,
+    /// Run the call with these arguments instead of the model's (a hook rewrote them); they
+    /// are checked against the tool's schema again.
+    ProceedWith {
+        /// The arguments to run the call with.
+        arguments: Value,
+    },
     /// Do not run it; the model gets an error result saying why.
     Block {
         /// The reason the model sees.
         reason: String,
     },
+}
+
+/// A run that is about to complete, shown to [`AgentHooks::before_run_completes`].
+#[derive(Debug, Clone)]
+pub struct RunCompletion {
+    /// The run.
+    pub run_id: String,
+    /// How many times the host already continued this run from this hook.
+    pub continuations: u32,
+    /// Cancelled when the run is cancelled or runs out of time.
+    pub cancel: CancellationToken,
 }
 
 /// The host's hooks into a run. Every method has a default that changes nothing.
@@ -90,6 +107,17 @@ pub trait AgentHooks: Send + Sync {
     ) -> BoxFuture<'a, ToolResultMessage> {
         let _ = call;
         ready(result).boxed()
+    }
+
+    /// Called when the model stopped calling tools and nothing is queued to steer, just before
+    /// the run would complete. Returning a message continues the run with it as the next
+    /// user message (the turn and cost limits still apply); `None` lets the run complete.
+    fn before_run_completes<'a>(
+        &'a self,
+        completion: &'a RunCompletion,
+    ) -> BoxFuture<'a, Option<String>> {
+        let _ = completion;
+        ready(None).boxed()
     }
 
     /// Called when the provider rejected a request as too long for the context window, at

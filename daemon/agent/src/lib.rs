@@ -80,6 +80,8 @@
 //!   with a reason the model sees. It gets the tool name, call id, arguments and the run's
 //!   cancel token.
 //! - `after_tool_call`: amend the result the model will see.
+//! - `before_run_completes`: continue a run that would complete with one more user message
+//!   (command hooks' `Stop`).
 //! - `on_context_overflow`: when the provider says the request is too long, return a
 //!   compacted history to retry with; at most once per run.
 //!
@@ -119,7 +121,9 @@ mod test_support;
 
 pub use events::EventReceiver;
 pub use harness::{Harness, HarnessConfig, HarnessError, PromptReceipt, QueueReceipt};
-pub use hooks::{AgentHooks, NoHooks, RequestEdit, RequestView, ToolCallContext, ToolCallDecision};
+pub use hooks::{
+    AgentHooks, NoHooks, RequestEdit, RequestView, RunCompletion, ToolCallContext, ToolCallDecision,
+};
 pub use limits::{RunLimits, RunProgress};
 pub use tool::{ExecutionMode, Tool, ToolInvocation, ToolOutput, ToolUpdateSink};
 pub use toolset::{ToolSet, ToolSetError};

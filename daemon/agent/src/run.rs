@@ -6,7 +6,7 @@
 
 use crate::execution::{BatchContext, execute_batch, skip_calls};
 use crate::harness::Shared;
-use crate::hooks::{AgentHooks, RequestView};
+use crate::hooks::{AgentHooks, RequestView, RunCompletion};
 use crate::limits::{RunLimits, RunProgress};
 use crate::now_ms;
 use crate::partial::PartialMessage;
@@ -87,6 +87,7 @@ pub(crate) async fn execute(shared: &Shared, setup: RunSetup) -> RunEnd {
         turns: 0,
         failed_turns: 0,
         overflow_recovered: false,
+        continuations: 0,
         message_started: AtomicBool::new(false),
     };
     run.execute().await
@@ -100,6 +101,8 @@ struct Run<'a> {
     turns: u32,
     failed_turns: u32,
     overflow_recovered: bool,
+    /// Times `before_run_completes` continued the run.
+    continuations: u32,
     message_started: AtomicBool,
 }
 
@@ -141,7 +144,7 @@ impl Run<'_> {
             if let Some((reason, error)) = ending {
                 return self.end(reason, error);
             }
-            if let Some(end) = self.turn_boundary(!calls.is_empty(), all_failed) {
+            if let Some(end) = self.turn_boundary(!calls.is_empty(), all_failed).await {
                 return end;
             }
         }
@@ -174,13 +177,32 @@ impl Run<'_> {
 
     /// Decides at a turn boundary whether the run goes on; when it does, appends the pending
     /// steering messages. `Some` is how the run ends.
-    fn turn_boundary(&mut self, made_calls: bool, all_calls_failed: bool) -> Option<RunEnd> {
+    async fn turn_boundary(&mut self, made_calls: bool, all_calls_failed: bool) -> Option<RunEnd> {
         if self.stop.is_stopped() {
             return Some(self.end(self.stop.end_reason(), None));
         }
         self.failed_turns = if all_calls_failed { self.failed_turns + 1 } else { 0 };
+        let mut continuation = None;
         if !made_calls && !self.shared.has_steering() {
-            return Some(self.end(EndReason::Completed, None));
+            let completion = RunCompletion {
+                run_id: self.setup.run_id.clone(),
+                continuations: self.continuations,
+                cancel: self.stop.token().clone(),
+            };
+            let message = tokio::select! {
+                biased;
+                () = self.stop.token().cancelled() => {
+                    return Some(self.end(self.stop.end_reason(), None));
+                }
+                message = self.setup.hooks.before_run_completes(&completion) => message,
+            };
+            match message {
+                Some(message) => {
+                    self.continuations += 1;
+                    continuation = Some(message);
+                }
+                None => return Some(self.end(EndReason::Completed, None)),
+            }
         }
         let progress = RunProgress {
             turns: self.turns,
@@ -191,6 +213,10 @@ impl Run<'_> {
             return Some(self.end(reason, None));
         }
         for content in self.shared.take_steering() {
+            self.shared.append_input(Message::User(UserMessage { content, timestamp: now_ms() }));
+        }
+        if let Some(text) = continuation {
+            let content = vec![ContentBlock::text(text)];
             self.shared.append_input(Message::User(UserMessage { content, timestamp: now_ms() }));
         }
         None

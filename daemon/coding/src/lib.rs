@@ -8,6 +8,7 @@
 
 pub mod approval;
 pub mod atomic;
+pub mod command_hooks;
 pub mod edit_match;
 pub mod file_locks;
 pub mod file_tracker;

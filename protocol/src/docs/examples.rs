@@ -8,7 +8,7 @@
 use crate::entry::{EntryKind, SessionEntry};
 use crate::event::{
     ApprovalDecision, AssistantDelta, CompactionReason, DaemonEvent, EndReason, EventEnvelope,
-    QueueState, QueuedMessage, SessionEvent, SubscriptionItem,
+    HookDecision, QueueState, QueuedMessage, SessionEvent, SubscriptionItem,
 };
 use crate::message::{
     AssistantMessage, ContentBlock, Cost, Message, StopReason, ToolCall, ToolResultMessage, Usage,
@@ -606,6 +606,21 @@ pub fn session_events() -> Vec<SessionEvent> {
         },
         SessionEvent::ShellOutput { shell_id: SHELL_ID.into(), chunk: " M src/lex.rs\n".into() },
         SessionEvent::ShellEnd { shell_id: SHELL_ID.into(), exit_code: Some(0), cancelled: false },
+        SessionEvent::HookStarted {
+            hook_id: "hk-0193a1b2".into(),
+            hook_event: "PreToolUse".into(),
+            command: ".claude/hooks/guard.sh".into(),
+            tool_call_id: Some("toolu_02".into()),
+        },
+        SessionEvent::HookFinished {
+            hook_id: "hk-0193a1b2".into(),
+            hook_event: "PreToolUse".into(),
+            command: ".claude/hooks/guard.sh".into(),
+            decision: HookDecision::Block,
+            duration_ms: 14,
+            exit_code: Some(2),
+            message: Some("rm -rf is not allowed here".into()),
+        },
         SessionEvent::AgentEnd {
             run_id: RUN_ID.into(),
             reason: EndReason::Completed,

@@ -10,6 +10,7 @@ use rein_protocol::method::ApprovalPolicy;
 use rein_protocol::model::ThinkingLevel;
 use rein_session::{CompactionSettings, SessionStore};
 
+use crate::command_hooks::HooksConfig;
 use crate::file_locks::FileLocks;
 use crate::tools::BashSettings;
 use crate::trust::TrustStore;
@@ -40,6 +41,10 @@ pub struct SessionDefaults {
     pub bash: BashSettings,
     /// Extra system prompt sections from the configuration, appended as they are.
     pub extra_prompt_sections: Vec<String>,
+    /// The command hooks of the configuration (`[hooks]`).
+    pub hooks: HooksConfig,
+    /// Whether a trusted project's `.claude/settings.json` hooks run too.
+    pub hooks_from_claude_settings: bool,
 }
 
 impl Default for SessionDefaults {
@@ -51,6 +56,8 @@ impl Default for SessionDefaults {
             compaction: CompactionSettings::default(),
             bash: BashSettings::default(),
             extra_prompt_sections: Vec::new(),
+            hooks: HooksConfig::default(),
+            hooks_from_claude_settings: false,
         }
     }
 }

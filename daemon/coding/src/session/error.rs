@@ -45,6 +45,9 @@ pub enum CodingError {
     /// The agent harness refused.
     #[error(transparent)]
     Harness(HarnessError),
+    /// A `UserPromptSubmit` hook refused the prompt; the reason is the hook's.
+    #[error("a hook blocked the prompt: {0}")]
+    BlockedByHook(String),
 }
 
 impl From<HarnessError> for CodingError {
@@ -71,6 +74,7 @@ impl CodingError {
             Self::Io(_) => ErrorKind::Io,
             Self::Harness(HarnessError::Busy) => ErrorKind::SessionBusy,
             Self::Harness(_) => ErrorKind::Internal,
+            Self::BlockedByHook(_) => ErrorKind::ApprovalDenied,
         }
     }
 }

@@ -54,6 +54,7 @@
 //! from opening: `prompt` fails with `model_not_found` naming what to set, and the state still
 //! shows the model asked for.
 
+mod command_hooks;
 mod context;
 mod environment;
 mod error;
@@ -64,7 +65,7 @@ mod model;
 mod pump;
 mod shell;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use rein_agent::{Harness, HarnessConfig, PromptReceipt, RunLimits};
@@ -88,6 +89,7 @@ use journal::Journal;
 use model::ModelSlot;
 use pump::EventPump;
 
+pub use command_hooks::{HOOK_RUN_ENTRY, MAX_STOP_HOOK_CONTINUATIONS};
 pub use environment::{ApprovalGate, CodingEnvironment, EventSink, SessionDefaults};
 pub use error::CodingError;
 pub use hooks::{APPROVAL_CANCELLED_REASON, NO_APPROVER_REASON};
@@ -150,6 +152,12 @@ pub struct CodingSession {
     tool_context: ToolContext,
     operation: Mutex<Option<ActiveOperation>>,
     shell: shell::ShellSlot,
+    /// The command hooks in force (rebuilt when the project's trust changes).
+    command_hooks: Mutex<Arc<crate::command_hooks::HookRunner>>,
+    /// Context from `SessionStart` hooks, added to the next prompt.
+    hook_context: Mutex<Vec<String>>,
+    /// Tool calls that were let through to run, so only they get `PostToolUse` hooks.
+    ran_calls: Mutex<std::collections::HashSet<String>>,
     me: Weak<CodingSession>,
 }
 
@@ -188,6 +196,7 @@ impl CodingSession {
         let policy = params.approval_policy.unwrap_or(env.defaults.approval_policy);
         let session = Self::load(env, file, model, thinking, policy, sink, gate)?;
         session.record_settings()?;
+        session.session_start_hooks("startup").await;
         Ok(session)
     }
 
@@ -212,7 +221,9 @@ impl CodingSession {
         let model = ModelSlot::resolve(&env.registry, reference.as_deref());
         let thinking = replay.thinking_level.unwrap_or(env.defaults.thinking_level);
         let policy = env.defaults.approval_policy;
-        Self::load(env, file, model, thinking, policy, sink, gate)
+        let session = Self::load(env, file, model, thinking, policy, sink, gate)?;
+        session.session_start_hooks("resume").await;
+        Ok(session)
     }
 
     /// Builds the session around an open file.
@@ -243,6 +254,7 @@ impl CodingSession {
             global_skills_dir: Some(env.global_skills_dir.clone()),
             trusted: env.trust.is_trusted(&PathBuf::from(&cwd)),
         };
+        let trusted = sources.trusted;
         let prompt =
             PromptContext::load(sources, tools.clone(), env.defaults.extra_prompt_sections.clone());
         let mut config = HarnessConfig::new(model.harness_provider(), model.info.clone());
@@ -253,6 +265,7 @@ impl CodingSession {
         config.messages = messages;
         let harness = Harness::new(config)?;
         let journal = Arc::new(Journal::new(file, sink.clone()));
+        let hook_runner = command_hooks::session_hook_runner(&env, Path::new(&cwd), trusted);
         Ok(Arc::new_cyclic(|me: &Weak<CodingSession>| {
             harness.set_hooks(Arc::new(hooks::SessionHooks::new(me.clone())));
             let pump = EventPump::start(&harness, Arc::clone(&journal), sink.clone());
@@ -272,6 +285,9 @@ impl CodingSession {
                 tool_context,
                 operation: Mutex::new(None),
                 shell: shell::ShellSlot::default(),
+                command_hooks: Mutex::new(Arc::new(hook_runner)),
+                hook_context: Mutex::new(Vec::new()),
+                ran_calls: Mutex::new(std::collections::HashSet::new()),
                 me: me.clone(),
             }
         }))
@@ -383,7 +399,14 @@ impl CodingSession {
     /// Starts a run with the prompt, or, while one is active and `when_busy` says so, steers
     /// it or queues the prompt as a follow-up. Returns at once; progress arrives as events.
     pub async fn prompt(&self, params: PromptParams) -> Result<PromptResult, CodingError> {
-        let content = user_content(params.text, params.images)?;
+        let hook_context =
+            self.prompt_hooks(&params.text).await.map_err(CodingError::BlockedByHook)?;
+        let mut content = user_content(params.text, params.images)?;
+        for context in self.take_hook_context().into_iter().chain(hook_context) {
+            content.push(ContentBlock::text(format!(
+                "\n\n<hook-context>\n{context}\n</hook-context>"
+            )));
+        }
         let limits = self.env.defaults.limits.clone().with_overrides(&params.limits);
         let receipt = self.submit(content, Some(limits), params.when_busy)?;
         Ok(PromptResult { run_id: receipt.id, disposition: receipt.disposition })
@@ -566,6 +589,7 @@ impl CodingSession {
     /// prompt; it applies from the next request.
     pub fn refresh_trust(&self) {
         let trusted = self.env.trust.is_trusted(&PathBuf::from(&self.cwd));
+        self.reload_hooks(trusted);
         let prompt = lock(&self.prompt).set_trusted(trusted);
         self.harness.set_system_prompt(prompt);
     }
@@ -590,6 +614,7 @@ impl CodingSession {
         self.cancel();
         self.harness.wait_idle().await;
         self.shell.wait().await;
+        self.session_end_hooks().await;
         self.pump.catch_up().await;
         self.pump.stop();
         self.journal.close();
