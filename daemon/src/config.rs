@@ -33,6 +33,9 @@ pub struct Config {
     /// `.claude/settings.local.json`) run too.
     #[serde(default)]
     pub hooks_from_claude_settings: bool,
+    /// MCP servers every session uses (`[mcp_servers.NAME]`; see `docs/extensions.md`).
+    #[serde(default)]
+    pub mcp_servers: std::collections::BTreeMap<String, rein_protocol::mcp::McpServerConfig>,
 }
 
 /// `[limits]`: defaults for each run.
@@ -195,7 +198,31 @@ pub fn coding_environment(
             hooks_from_claude_settings: config.hooks_from_claude_settings,
             ..SessionDefaults::default()
         },
+        mcp: std::sync::Arc::new(rein_coding::mcp::McpServers::none()),
+        mcp_sink: rein_coding::session::ignore_mcp_status(),
     })
+}
+
+/// Starts the configured MCP servers (daemon-wide) and makes every server's state change,
+/// sessions' own servers included, a `mcp_server_status` daemon event. Needs a tokio runtime.
+pub fn start_mcp_servers(
+    home: &Path,
+    config: &Config,
+    env: &mut rein_coding::session::CodingEnvironment,
+    events: tokio::sync::broadcast::Sender<rein_protocol::event::DaemonEvent>,
+) {
+    let sink: rein_coding::mcp::StatusSink = std::sync::Arc::new(move |server| {
+        let _ = events.send(rein_protocol::event::DaemonEvent::McpServerStatus { server });
+    });
+    env.mcp = std::sync::Arc::new(rein_coding::mcp::McpServers::start(
+        &config.mcp_servers,
+        rein_protocol::mcp::McpScope::Daemon,
+        None,
+        home,
+        &env.defaults.bash.hidden_env,
+        sink.clone(),
+    ));
+    env.mcp_sink = sink;
 }
 
 #[cfg(test)]

@@ -80,8 +80,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     drop(entered);
     runtime.block_on(async move {
-        let env = Arc::new(config::coding_environment(&options.home, &config, registry.clone())?);
         let (events, _) = tokio::sync::broadcast::channel(256);
+        let mut env = config::coding_environment(&options.home, &config, registry.clone())?;
+        config::start_mcp_servers(&options.home, &config, &mut env, events.clone());
+        let env = Arc::new(env);
         let hub = Arc::new(Hub::new(env, config.sessions.clone(), events.clone()));
         let daemon = Arc::new(Daemon::new(options, config, registry, hub.clone(), events));
         hub.spawn_idle_reaper(daemon.shutdown.clone());

@@ -438,6 +438,11 @@ pub enum DaemonEvent {
         /// The session.
         session_id: String,
     },
+    /// An MCP server's state changed (started, failed, restarted, tools changed).
+    McpServerStatus {
+        /// The server as `mcp/list` shows it.
+        server: crate::mcp::McpServerInfo,
+    },
     /// The daemon is shutting down.
     ShuttingDown,
     /// A kind this client version does not know.

@@ -88,8 +88,14 @@ impl DaemonFixture {
 
     /// Spawns the daemon (again) and waits for it.
     pub fn spawn(&mut self) {
+        self.spawn_with_env(&[]);
+    }
+
+    /// Like [`DaemonFixture::spawn`], with extra environment variables for the daemon.
+    pub fn spawn_with_env(&mut self, vars: &[(&str, &str)]) {
         let child = self
             .reind()
+            .envs(vars.iter().copied())
             .arg("--foreground")
             .stdin(Stdio::null())
             .stdout(Stdio::null())

@@ -13,6 +13,7 @@ pub mod edit_match;
 pub mod file_locks;
 pub mod file_tracker;
 pub mod instructions;
+pub mod mcp;
 pub mod paths;
 pub mod project;
 pub mod prompt;

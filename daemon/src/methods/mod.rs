@@ -41,6 +41,7 @@ pub fn build() -> Result<Methods, RegisterError> {
     register(m, names::DAEMON_INFO, daemon::info)?;
     register(m, names::DAEMON_SHUTDOWN, daemon::shutdown)?;
     register(m, names::MODELS_LIST, daemon::models)?;
+    register(m, names::MCP_LIST, daemon::mcp_list)?;
     register(m, names::TRUST_SET, daemon::trust_set)?;
     register(m, names::TRUST_LIST, daemon::trust_list)?;
 

@@ -203,6 +203,7 @@ pub fn create_session_params() -> CreateSessionParams {
         thinking_level: Some(ThinkingLevel::Medium),
         name: None,
         approval_policy: Some(ApprovalPolicy::AutoEdit),
+        mcp_servers: Default::default(),
     }
 }
 
@@ -484,6 +485,31 @@ pub fn trust_params() -> TrustParams {
     TrustParams { path: CWD.into(), trusted: true }
 }
 
+/// An MCP server as `mcp/list` shows it.
+pub fn mcp_server_info() -> crate::mcp::McpServerInfo {
+    use crate::mcp::{McpScope, McpServerInfo, McpServerState, McpTransport};
+    McpServerInfo {
+        name: "fs".into(),
+        scope: McpScope::Daemon,
+        session_id: None,
+        transport: McpTransport::Stdio,
+        state: McpServerState::Ready,
+        tools: vec!["mcp__fs__read_text_file".into(), "mcp__fs__list_directory".into()],
+        error: None,
+        restarts: 0,
+    }
+}
+
+/// `mcp/list` params.
+pub fn mcp_list_params() -> crate::mcp::McpListParams {
+    crate::mcp::McpListParams { session_id: Some(SESSION_ID.into()) }
+}
+
+/// `mcp/list` result.
+pub fn mcp_list_result() -> crate::mcp::McpListResult {
+    crate::mcp::McpListResult { servers: vec![mcp_server_info()] }
+}
+
 /// `trust/list` result.
 pub fn trust_list_result() -> TrustListResult {
     TrustListResult { paths: vec![CWD.into(), "/home/ada/src/website".into()] }
@@ -659,6 +685,7 @@ pub fn daemon_events() -> Vec<DaemonEvent> {
         DaemonEvent::SessionRunning { session_id: SESSION_ID.into(), run_id: RUN_ID.into() },
         DaemonEvent::SessionIdle { session_id: SESSION_ID.into() },
         DaemonEvent::SessionDeleted { session_id: FORKED_SESSION_ID.into() },
+        DaemonEvent::McpServerStatus { server: mcp_server_info() },
         DaemonEvent::ShuttingDown,
     ]
 }

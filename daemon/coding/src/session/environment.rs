@@ -12,6 +12,7 @@ use rein_session::{CompactionSettings, SessionStore};
 
 use crate::command_hooks::HooksConfig;
 use crate::file_locks::FileLocks;
+use crate::mcp::{McpServers, StatusSink};
 use crate::tools::BashSettings;
 use crate::trust::TrustStore;
 
@@ -81,6 +82,15 @@ pub struct CodingEnvironment {
     pub output_dir: PathBuf,
     /// Settings a new session starts with.
     pub defaults: SessionDefaults,
+    /// The daemon's MCP servers (`[mcp_servers]` of `config.toml`), shared by every session.
+    pub mcp: Arc<McpServers>,
+    /// Where the state changes of sessions' own MCP servers are reported.
+    pub mcp_sink: StatusSink,
+}
+
+/// A status sink that drops what it gets.
+pub fn ignore_mcp_status() -> StatusSink {
+    Arc::new(|_| {})
 }
 
 impl std::fmt::Debug for CodingEnvironment {

@@ -13,6 +13,7 @@ use rein_agent::{
 use rein_ai::Provider;
 use rein_protocol::event::{ApprovalDecision, CompactionReason, SessionEvent};
 use rein_protocol::message::{Message, ToolResultMessage};
+use rein_protocol::method::ApprovalPolicy;
 use rein_protocol::model::ModelInfo;
 use rein_session::repair::{is_valid_tool_history, repair_messages};
 use rein_session::{Compacted, Session};
@@ -282,7 +283,10 @@ impl CodingSession {
         let arguments = rewritten.clone().unwrap_or_else(|| call.arguments.clone());
         let policy = self.approval_policy();
         let cwd = Path::new(&self.cwd);
-        let policy_reason = approval_reason(policy, &call.tool_name, &arguments, cwd);
+        let read_only_mcp =
+            policy != ApprovalPolicy::Ask && self.is_read_only_mcp_tool(&call.tool_name);
+        let policy_reason =
+            approval_reason(policy, &call.tool_name, &arguments, cwd).filter(|_| !read_only_mcp);
         let Some(reason) = forced.clone().or(policy_reason) else {
             return self.let_run(call, rewritten);
         };

@@ -61,6 +61,7 @@ mod error;
 mod history;
 mod hooks;
 mod journal;
+mod mcp_tools;
 mod model;
 mod pump;
 mod shell;
@@ -83,19 +84,27 @@ use tokio_util::sync::CancellationToken;
 use crate::approval::{ApprovalAnswer, Approvals};
 use crate::file_tracker::FileTracker;
 use crate::project::ContextSources;
-use crate::tools::{ToolContext, coding_tools};
+use crate::tools::ToolContext;
 use context::PromptContext;
 use journal::Journal;
 use model::ModelSlot;
 use pump::EventPump;
 
 pub use command_hooks::{HOOK_RUN_ENTRY, MAX_STOP_HOOK_CONTINUATIONS};
-pub use environment::{ApprovalGate, CodingEnvironment, EventSink, SessionDefaults};
+pub use environment::{
+    ApprovalGate, CodingEnvironment, EventSink, SessionDefaults, ignore_mcp_status,
+};
 pub use error::CodingError;
 pub use hooks::{APPROVAL_CANCELLED_REASON, NO_APPROVER_REASON};
 
 /// The name given as `resolved_by` when the daemon itself answers an approval.
 pub const DAEMON_RESOLVER: &str = "daemon";
+
+/// What a session is loaded with beyond its file: an editor's own MCP servers.
+#[derive(Debug, Default)]
+struct LoadExtensions {
+    mcp_servers: std::collections::BTreeMap<String, rein_protocol::mcp::McpServerConfig>,
+}
 
 /// What keeps a session from starting a run while it lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -158,6 +167,12 @@ pub struct CodingSession {
     hook_context: Mutex<Vec<String>>,
     /// Tool calls that were let through to run, so only they get `PostToolUse` hooks.
     ran_calls: Mutex<std::collections::HashSet<String>>,
+    /// The session's own MCP servers.
+    mcp: crate::mcp::McpServers,
+    /// The MCP tool generation the tools were last built from.
+    mcp_built: std::sync::atomic::AtomicU64,
+    /// The MCP tools annotated read-only.
+    mcp_read_only: Mutex<std::collections::HashSet<String>>,
     me: Weak<CodingSession>,
 }
 
@@ -194,7 +209,8 @@ impl CodingSession {
         let model = ModelSlot::resolve(&env.registry, params.model.as_deref());
         let thinking = params.thinking_level.unwrap_or(env.defaults.thinking_level);
         let policy = params.approval_policy.unwrap_or(env.defaults.approval_policy);
-        let session = Self::load(env, file, model, thinking, policy, sink, gate)?;
+        let extensions = LoadExtensions { mcp_servers: params.mcp_servers.clone() };
+        let session = Self::load(env, file, model, thinking, policy, sink, gate, extensions)?;
         session.record_settings()?;
         session.session_start_hooks("startup").await;
         Ok(session)
@@ -221,12 +237,14 @@ impl CodingSession {
         let model = ModelSlot::resolve(&env.registry, reference.as_deref());
         let thinking = replay.thinking_level.unwrap_or(env.defaults.thinking_level);
         let policy = env.defaults.approval_policy;
-        let session = Self::load(env, file, model, thinking, policy, sink, gate)?;
+        let extensions = LoadExtensions::default();
+        let session = Self::load(env, file, model, thinking, policy, sink, gate, extensions)?;
         session.session_start_hooks("resume").await;
         Ok(session)
     }
 
     /// Builds the session around an open file.
+    #[allow(clippy::too_many_arguments)]
     fn load(
         env: CodingEnvironment,
         file: Session,
@@ -235,6 +253,7 @@ impl CodingSession {
         policy: ApprovalPolicy,
         sink: EventSink,
         gate: Arc<dyn ApprovalGate>,
+        extensions: LoadExtensions,
     ) -> Result<Arc<Self>, CodingError> {
         let id = file.id().to_string();
         let cwd = file.cwd().to_string();
@@ -247,7 +266,6 @@ impl CodingSession {
             locks: env.file_locks.clone(),
             output_dir: env.output_dir.clone(),
         };
-        let tools = coding_tools(tool_context.clone());
         let sources = ContextSources {
             cwd: PathBuf::from(&cwd),
             global_dir: Some(env.global_dir.clone()),
@@ -255,6 +273,16 @@ impl CodingSession {
             trusted: env.trust.is_trusted(&PathBuf::from(&cwd)),
         };
         let trusted = sources.trusted;
+        let mcp = mcp_tools::start_session_servers(
+            &env,
+            &id,
+            Path::new(&cwd),
+            trusted,
+            &extensions.mcp_servers,
+        );
+        let mcp_built = env.mcp.generation().wrapping_add(mcp.generation());
+        let (tools, mcp_read_only) =
+            mcp_tools::session_tools(tool_context.clone(), &[&env.mcp, &mcp]);
         let prompt =
             PromptContext::load(sources, tools.clone(), env.defaults.extra_prompt_sections.clone());
         let mut config = HarnessConfig::new(model.harness_provider(), model.info.clone());
@@ -288,6 +316,9 @@ impl CodingSession {
                 command_hooks: Mutex::new(Arc::new(hook_runner)),
                 hook_context: Mutex::new(Vec::new()),
                 ran_calls: Mutex::new(std::collections::HashSet::new()),
+                mcp,
+                mcp_built: std::sync::atomic::AtomicU64::new(mcp_built),
+                mcp_read_only: Mutex::new(mcp_read_only),
                 me: me.clone(),
             }
         }))
@@ -399,6 +430,7 @@ impl CodingSession {
     /// Starts a run with the prompt, or, while one is active and `when_busy` says so, steers
     /// it or queues the prompt as a follow-up. Returns at once; progress arrives as events.
     pub async fn prompt(&self, params: PromptParams) -> Result<PromptResult, CodingError> {
+        self.wait_for_mcp_startup().await;
         let hook_context =
             self.prompt_hooks(&params.text).await.map_err(CodingError::BlockedByHook)?;
         let mut content = user_content(params.text, params.images)?;
@@ -453,6 +485,7 @@ impl CodingSession {
         if !running {
             lock(&self.model).usable()?;
             self.record_settings()?;
+            self.refresh_mcp_tools();
         }
         let receipt = match when_busy {
             None => {
@@ -535,7 +568,7 @@ impl CodingSession {
         if images != previous.info.images {
             let mut context = self.tool_context.clone();
             context.images_allowed = images;
-            let tools = coding_tools(context);
+            let tools = self.build_tools(context);
             match self.harness.set_tools(tools.clone()) {
                 Ok(()) => self.harness.set_system_prompt(lock(&self.prompt).set_tools(tools)),
                 Err(error) => tracing::error!(%error, "could not replace the tools"),
@@ -615,6 +648,7 @@ impl CodingSession {
         self.harness.wait_idle().await;
         self.shell.wait().await;
         self.session_end_hooks().await;
+        self.mcp.stop();
         self.pump.catch_up().await;
         self.pump.stop();
         self.journal.close();
