@@ -271,3 +271,66 @@ fn read_only_tools_run_without_asking_under_auto_edit_and_others_ask() {
     assert_eq!(events(&lines, "approval_requested").len(), 1);
     assert!(!project.join("new.txt").exists());
 }
+
+/// `mcp/list` of a session until `done` holds for its named server.
+fn wait_for_session_server(
+    env: &CliEnv,
+    session: &str,
+    name: &str,
+    done: impl Fn(&Value) -> bool,
+) -> Value {
+    let deadline = Instant::now() + STATE_WAIT;
+    loop {
+        let list = env.rpc_ok("mcp/list", json!({"session_id": session}));
+        let server = list["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|server| server["name"] == name)
+            .cloned()
+            .unwrap_or(Value::Null);
+        if done(&server) {
+            return server;
+        }
+        assert!(Instant::now() < deadline, "server {name} never got there: {server}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn project_servers_need_trust_and_editors_pass_their_own() {
+    let Some(script) = server_script("server-everything") else { return };
+    let mut env = CliEnv::configured(vec![]);
+    env.daemon.spawn();
+    let project = env.project_dir();
+    std::fs::create_dir_all(project.join(".rein")).unwrap();
+    std::fs::write(
+        project.join(".rein/config.toml"),
+        format!(
+            "[mcp_servers.proj]\ncommand = \"node\"\nargs = [{}, \"stdio\"]\n",
+            toml_string(&script.display().to_string())
+        ),
+    )
+    .unwrap();
+    let cwd = project.display().to_string();
+    // Untrusted: the project's server is not started.
+    let untrusted = env.rpc_ok("session/create", json!({"cwd": cwd}));
+    let id = untrusted["session_id"].as_str().unwrap();
+    let listed = env.rpc_ok("mcp/list", json!({"session_id": id}));
+    assert_eq!(listed["servers"], json!([]), "{listed}");
+    // Trusted: it is, as the session's own.
+    assert_exit(&env.run(&["trust", &cwd]), 0);
+    let trusted = env.rpc_ok("session/create", json!({"cwd": cwd}));
+    let id = trusted["session_id"].as_str().unwrap().to_string();
+    let server = wait_for_session_server(&env, &id, "proj", |s| s["state"] == "ready");
+    assert_eq!(server["scope"], "session");
+    assert_eq!(server["session_id"], id.as_str());
+    // An editor's servers come with session/create (the ACP adapter passes session/new's).
+    let with_editor = env.rpc_ok(
+        "session/create",
+        json!({"cwd": cwd, "mcp_servers": {"editor": {"command": "node", "args": [script.display().to_string(), "stdio"]}}}),
+    );
+    let id = with_editor["session_id"].as_str().unwrap().to_string();
+    let server = wait_for_session_server(&env, &id, "editor", |s| s["state"] == "ready");
+    assert!(server["tools"].to_string().contains("mcp__editor__echo"), "{server}");
+}

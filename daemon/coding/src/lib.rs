@@ -16,6 +16,7 @@ pub mod instructions;
 pub mod mcp;
 pub mod paths;
 pub mod project;
+pub mod project_extensions;
 pub mod prompt;
 pub mod session;
 pub mod skills;

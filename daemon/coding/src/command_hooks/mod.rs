@@ -19,7 +19,6 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use rein_protocol::event::{HookDecision, SessionEvent};
-use serde::Deserialize;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -37,24 +36,6 @@ use process::{HookProcess, run_hook_process};
 /// `hooks_from_claude_settings` is on, relative to the project directory.
 pub const CLAUDE_SETTINGS_FILES: [&str; 2] =
     [".claude/settings.json", ".claude/settings.local.json"];
-
-/// The part of a project's `.rein/config.toml` this module reads.
-#[derive(Debug, Default, Deserialize)]
-struct ProjectHooks {
-    #[serde(default)]
-    hooks: HooksConfig,
-}
-
-/// Reads the `[hooks]` table of a project's `.rein/config.toml`; a missing file is none.
-pub fn read_project_hooks(path: &Path) -> Result<HooksConfig, String> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => toml::from_str::<ProjectHooks>(&text)
-            .map(|project| project.hooks)
-            .map_err(|error| format!("{}: {error}", path.display())),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(HooksConfig::default()),
-        Err(error) => Err(format!("{}: {error}", path.display())),
-    }
-}
 
 struct RegisteredHook {
     event: HookEvent,

@@ -22,7 +22,6 @@ use std::sync::Arc;
 
 use rein_agent::Tool;
 use rein_protocol::mcp::{McpScope, McpServerConfig, McpServerInfo};
-use serde::Deserialize;
 
 pub use result::tool_output;
 pub use server::{FIRST_RESTART_DELAY, MAX_RESTART_DELAY, McpServer, StatusSink};
@@ -123,23 +122,5 @@ impl McpServers {
 impl Drop for McpServers {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-/// The part of a project's `.rein/config.toml` this module reads.
-#[derive(Debug, Default, Deserialize)]
-struct ProjectServers {
-    #[serde(default)]
-    mcp_servers: BTreeMap<String, McpServerConfig>,
-}
-
-/// Reads the `[mcp_servers]` of a project's `.rein/config.toml`; a missing file is none.
-pub fn read_project_servers(path: &Path) -> Result<BTreeMap<String, McpServerConfig>, String> {
-    match std::fs::read_to_string(path) {
-        Ok(text) => toml::from_str::<ProjectServers>(&text)
-            .map(|project| project.mcp_servers)
-            .map_err(|error| format!("{}: {error}", path.display())),
-        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(BTreeMap::new()),
-        Err(error) => Err(format!("{}: {error}", path.display())),
     }
 }

@@ -31,9 +31,9 @@ use tokio_util::sync::CancellationToken;
 use super::{CodingSession, lock};
 use crate::command_hooks::{
     CLAUDE_SETTINGS_FILES, HookEvent, HookMoment, HookOutcome, HookRunner, HookSession,
-    claude_tool_alias, read_claude_settings, read_project_hooks,
+    claude_tool_alias, read_claude_settings,
 };
-use crate::project::PROJECT_CONFIG_FILE;
+use crate::project_extensions::read_project_extensions;
 
 /// How many times `Stop` hooks may continue one run; after that the run completes whatever
 /// they say.
@@ -52,8 +52,8 @@ pub(crate) fn session_hook_runner(
 ) -> HookRunner {
     let mut configs = vec![env.defaults.hooks.clone()];
     if trusted {
-        match read_project_hooks(&cwd.join(PROJECT_CONFIG_FILE)) {
-            Ok(hooks) => configs.push(hooks),
+        match read_project_extensions(cwd) {
+            Ok(project) => configs.push(project.hooks),
             Err(error) => tracing::warn!(%error, "the project's hooks are not used"),
         }
         if env.defaults.hooks_from_claude_settings {

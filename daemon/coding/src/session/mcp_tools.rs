@@ -12,8 +12,8 @@ use rein_agent::{Tool, ToolSet};
 use rein_protocol::mcp::{McpScope, McpServerConfig, McpServerInfo, McpServerState};
 
 use super::{CodingEnvironment, CodingSession, lock};
-use crate::mcp::{McpServers, read_project_servers};
-use crate::project::PROJECT_CONFIG_FILE;
+use crate::mcp::McpServers;
+use crate::project_extensions::read_project_extensions;
 use crate::tools::{ToolContext, coding_tools};
 
 /// How often the first prompt checks whether starting servers are ready.
@@ -29,8 +29,8 @@ pub(crate) fn start_session_servers(
 ) -> McpServers {
     let mut configs = BTreeMap::new();
     if trusted {
-        match read_project_servers(&cwd.join(PROJECT_CONFIG_FILE)) {
-            Ok(servers) => configs.extend(servers),
+        match read_project_extensions(cwd) {
+            Ok(project) => configs.extend(project.mcp_servers),
             Err(error) => tracing::warn!(%error, "the project's MCP servers are not used"),
         }
     }
