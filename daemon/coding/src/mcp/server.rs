@@ -396,3 +396,68 @@ impl McpServer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(config: McpServerConfig) -> Arc<McpServer> {
+        McpServer::new(
+            "web".into(),
+            config,
+            McpScope::Daemon,
+            None,
+            PathBuf::from("/"),
+            Vec::new(),
+            Arc::new(|_| {}),
+        )
+    }
+
+    #[test]
+    fn http_headers_and_the_bearer_token_come_from_config_and_environment() {
+        // HOME is set in every environment the tests run in; any variable would do.
+        let home = std::env::var("HOME").unwrap();
+        let mut config = McpServerConfig::http("http://127.0.0.1:9/mcp");
+        config.headers.insert("X-Team".into(), "editors".into());
+        config.env_headers.insert("X-Home".into(), "HOME".into());
+        config.bearer_token_env_var = Some("HOME".into());
+        let http = server(config).http_config("http://127.0.0.1:9/mcp").unwrap();
+        assert_eq!(http.auth_header.as_deref(), Some(home.as_str()));
+        let header = |name: &'static str| {
+            let name = reqwest::header::HeaderName::from_static(name);
+            http.custom_headers.get(&name).and_then(|v| v.to_str().ok()).map(str::to_string)
+        };
+        assert_eq!(header("x-team").as_deref(), Some("editors"));
+        assert_eq!(header("x-home"), Some(home.clone()));
+
+        let mut missing = McpServerConfig::http("http://127.0.0.1:9/mcp");
+        missing.bearer_token_env_var = Some("REIN_TEST_SURELY_UNSET_VARIABLE".into());
+        let error = server(missing).http_config("http://127.0.0.1:9/mcp").unwrap_err();
+        assert!(error.contains("REIN_TEST_SURELY_UNSET_VARIABLE"), "{error}");
+    }
+
+    #[tokio::test]
+    async fn a_server_that_cannot_start_fails_and_is_retried() {
+        let (sender, mut statuses) = tokio::sync::mpsc::unbounded_channel();
+        let server = McpServer::new(
+            "broken".into(),
+            McpServerConfig::stdio("/no/such/mcp-server", Vec::new()),
+            McpScope::Daemon,
+            None,
+            PathBuf::from("/"),
+            Vec::new(),
+            Arc::new(move |info| {
+                let _ = sender.send(info);
+            }),
+        );
+        server.start();
+        let failed = statuses.recv().await.unwrap();
+        assert_eq!(failed.state, McpServerState::Failed);
+        assert!(failed.error.as_deref().is_some_and(|e| e.contains("/no/such/mcp-server")));
+        let retrying = statuses.recv().await.unwrap();
+        assert_eq!((retrying.state, retrying.restarts), (McpServerState::Starting, 1));
+        let output = server.call("x", serde_json::json!({}), &CancellationToken::new()).await;
+        assert!(output.is_error);
+        server.stop();
+    }
+}
