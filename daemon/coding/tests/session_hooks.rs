@@ -298,23 +298,26 @@ esac
     assert!(!Path::new("/tmp/rein-hook-test-never.txt").exists());
 }
 
-/// Reads the JSON lines a logging hook appended.
-fn logged(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .map(|line| serde_json::from_str(line).unwrap())
+/// Reads the inputs a logging hook saved, one file each (hooks run at the same time, so they
+/// do not share a file).
+fn logged(dir: &Path) -> Vec<Value> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| {
+            serde_json::from_slice(&std::fs::read(entry.unwrap().path()).unwrap()).unwrap()
+        })
         .collect()
 }
 
 #[tokio::test]
 async fn every_event_fires_with_its_input_fields_and_is_recorded() {
     let dir = tempfile::tempdir().unwrap();
-    let log = dir.path().join("events.jsonl");
+    let log = dir.path().join("events");
+    std::fs::create_dir(&log).unwrap();
     let logger = dir.path().join("log.sh");
     script(
         &logger,
-        &format!("#!/usr/bin/env bash\n{{ cat; echo; }} >> {:?}\n", log.display().to_string()),
+        &format!("#!/usr/bin/env bash\ncat > \"$(mktemp {}/event-XXXXXXXX)\"\n", log.display()),
     );
     let mut fx = Fixture::new(vec![
         Reply::tool_call("bash", json!({"command": "echo fine"})),
