@@ -235,6 +235,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Inspect the MCP servers.
+    Mcp {
+        #[command(subcommand)]
+        action: McpAction,
+    },
     /// Print a shell completion script.
     Completions {
         /// The shell.
@@ -256,6 +261,19 @@ enum Command {
     Stdio,
     /// Serve the Agent Client Protocol on stdin/stdout, for editors that host ACP agents.
     Acp,
+}
+
+#[derive(Debug, Subcommand)]
+enum McpAction {
+    /// List the MCP servers, their state and tools.
+    List {
+        /// Also list this loaded session's own servers.
+        #[arg(long)]
+        session: Option<String>,
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -405,6 +423,9 @@ async fn dispatch(socket: &Path, cli: Cli) -> Result<u8, ClientError> {
         Command::Login { provider } => commands::login::login(socket, provider).await,
         Command::Logout { provider } => commands::login::logout(socket, provider).await,
         Command::Doctor { json } => commands::doctor::run(socket, json).await,
+        Command::Mcp { action: McpAction::List { session, json } } => {
+            report(session_cmd::mcp_list(&mut client().await?, session).await, json)
+        }
         // Handled before the runtime starts; nothing to do here.
         Command::Completions { .. } => Ok(exit::OK),
         Command::Daemon { action: DaemonAction::Start } => commands::daemon::start(socket).await,

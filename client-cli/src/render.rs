@@ -8,7 +8,8 @@
 
 use crate::style::{Paint, Style};
 use rein_protocol::event::{
-    ApprovalDecision, AssistantDelta, ClientIdentity, EndReason, EventEnvelope, SessionEvent,
+    ApprovalDecision, AssistantDelta, ClientIdentity, EndReason, EventEnvelope, HookDecision,
+    SessionEvent,
 };
 use rein_protocol::message::{ContentBlock, Message};
 use rein_protocol::verify::RunOutcome;
@@ -280,6 +281,20 @@ impl Renderer {
                     restored.len(),
                     removed.len()
                 );
+                self.line(&mut out, Paint::Notice, &text);
+            }
+            SessionEvent::HookFinished { hook_event, command, decision, message, .. }
+                if *decision != HookDecision::None =>
+            {
+                let decision = serde_json::to_value(decision)
+                    .ok()
+                    .and_then(|value| value.as_str().map(str::to_string))
+                    .unwrap_or_default();
+                let mut text = format!("hook {hook_event} ({command}): {decision}");
+                if let Some(message) = message.as_deref().filter(|m| !m.trim().is_empty()) {
+                    text.push_str(": ");
+                    text.push_str(message.trim());
+                }
                 self.line(&mut out, Paint::Notice, &text);
             }
             SessionEvent::ShellStart { command, .. } => {

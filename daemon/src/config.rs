@@ -52,6 +52,16 @@ pub struct Config {
     /// `[checkpoints]`: snapshots before and after each turn's tools, for undo.
     #[serde(default)]
     pub checkpoints: rein_coding::checkpoint::CheckpointSettings,
+    /// Command hooks (`[[hooks.EVENT]]`, Claude Code's format; see `docs/extensions.md`).
+    #[serde(default)]
+    pub hooks: rein_coding::command_hooks::HooksConfig,
+    /// Whether the hooks of a trusted project's `.claude/settings.json` (and
+    /// `.claude/settings.local.json`) run too.
+    #[serde(default)]
+    pub hooks_from_claude_settings: bool,
+    /// MCP servers every session uses (`[mcp_servers.NAME]`; see `docs/extensions.md`).
+    #[serde(default)]
+    pub mcp_servers: std::collections::BTreeMap<String, rein_protocol::mcp::McpServerConfig>,
 }
 
 /// `[tools]`: bounds on what tools leave on disk.
@@ -297,6 +307,8 @@ pub fn coding_environment(
         global_skills_dir: home.join("skills"),
         output_dir: spill_root(home),
         defaults: session_defaults(home, config, &registry),
+        mcp: std::sync::Arc::new(rein_coding::mcp::McpServers::none()),
+        mcp_sink: rein_coding::session::ignore_mcp_status(),
     })
 }
 
@@ -337,8 +349,32 @@ pub fn session_defaults(
             root: Some(home.join("checkpoints")),
             ..config.checkpoints.clone()
         },
+        hooks: config.hooks.clone(),
+        hooks_from_claude_settings: config.hooks_from_claude_settings,
         ..rein_coding::session::SessionDefaults::default()
     }
+}
+
+/// Starts the configured MCP servers (daemon-wide) and makes every server's state change,
+/// sessions' own servers included, a `mcp_server_status` daemon event. Needs a tokio runtime.
+pub fn start_mcp_servers(
+    home: &Path,
+    config: &Config,
+    env: &mut rein_coding::session::CodingEnvironment,
+    events: tokio::sync::broadcast::Sender<rein_protocol::event::DaemonEvent>,
+) {
+    let sink: rein_coding::mcp::StatusSink = std::sync::Arc::new(move |server| {
+        let _ = events.send(rein_protocol::event::DaemonEvent::McpServerStatus { server });
+    });
+    env.mcp = std::sync::Arc::new(rein_coding::mcp::McpServers::start(
+        &config.mcp_servers,
+        rein_protocol::mcp::McpScope::Daemon,
+        None,
+        home,
+        &env.defaults.bash.hidden_env,
+        sink.clone(),
+    ));
+    env.mcp_sink = sink;
 }
 
 #[cfg(test)]
@@ -421,6 +457,25 @@ mod tests {
         let env = coding_environment(home.path(), &config, registry).unwrap();
         assert_eq!(env.defaults.checkpoints.root, Some(home.path().join("checkpoints")));
         assert_eq!(env.defaults.verify, config.verify);
+    }
+
+    #[test]
+    fn hooks_are_part_of_the_configuration() {
+        let config = parse(
+            r#"
+            hooks_from_claude_settings = true
+            [[hooks.PreToolUse]]
+            matcher = "bash"
+            [[hooks.PreToolUse.hooks]]
+            type = "command"
+            command = "./guard.sh"
+            on_error = "block"
+            "#,
+        )
+        .unwrap();
+        assert!(config.hooks_from_claude_settings);
+        assert!(!config.hooks.is_empty());
+        assert!(parse("[[hooks.NoSuchEvent]]\nhooks = []\n").is_err());
     }
 
     #[test]

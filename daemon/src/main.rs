@@ -158,8 +158,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     drop(entered);
     runtime.block_on(async move {
+        let (events, _) = tokio::sync::broadcast::channel(256);
         let mut env = config::coding_environment(&options.home, &config, registry.clone())?;
         env.defaults.config_file = config_path.clone();
+        config::start_mcp_servers(&options.home, &config, &mut env, events.clone());
         let env = Arc::new(env);
         let watch = rein_daemon::config_reload::ConfigWatch::new(
             &options.home,
@@ -167,7 +169,6 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             keys.clone(),
             local_server.clone(),
         );
-        let (events, _) = tokio::sync::broadcast::channel(256);
         let hub = Arc::new(Hub::new(env, config.sessions.clone(), events.clone()));
         let daemon = Daemon::new(options, config, registry, hub.clone(), events)
             .with_first_run(keys, local_server);

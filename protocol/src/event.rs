@@ -449,6 +449,37 @@ pub enum SessionEvent {
         /// Which client asked.
         requested_by: String,
     },
+    /// A command hook started (see `docs/extensions.md`).
+    HookStarted {
+        /// Identifies this run of the hook; `hook_finished` carries the same id.
+        hook_id: String,
+        /// The hook event that fired it, as Claude Code names it (`PreToolUse`, `Stop`, ...).
+        hook_event: String,
+        /// The hook's command line.
+        command: String,
+        /// The tool call it is about, for the tool events.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool_call_id: Option<String>,
+    },
+    /// A command hook finished.
+    HookFinished {
+        /// The id its `hook_started` carried.
+        hook_id: String,
+        /// The hook event that fired it.
+        hook_event: String,
+        /// The hook's command line.
+        command: String,
+        /// What the hook decided.
+        decision: HookDecision,
+        /// How long it ran, in milliseconds.
+        duration_ms: u64,
+        /// Its exit code; absent when it was killed (timeout) or could not start.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        exit_code: Option<i32>,
+        /// The reason or message it gave (a block reason, an error's stderr), cut to a few KiB.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
+    },
     /// The session is idle: no run and no queued follow-up. Nothing more comes until a client
     /// acts.
     Settled,
@@ -469,6 +500,24 @@ pub enum SessionEvent {
     #[serde(other)]
     #[schemars(skip)]
     Unknown,
+}
+
+/// What a command hook decided (`hook_finished`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HookDecision {
+    /// It succeeded without a decision; things go on as they would without it.
+    None,
+    /// It allowed the tool call (or permission) without asking.
+    Allow,
+    /// It asked for the user's confirmation of the tool call.
+    Ask,
+    /// It blocked: the tool call, the prompt, or (for `Stop`) the end of the run.
+    Block,
+    /// It asked to stop the run (`"continue": false`).
+    Stop,
+    /// It failed (exit code other than 0 and 2, timeout, could not start) and did not block.
+    Error,
 }
 
 /// A daemon-wide event (`daemon/subscribe`), tagged by `kind`.
@@ -508,6 +557,11 @@ pub enum DaemonEvent {
         /// What is wrong with the file, when it could not be used.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<String>,
+    },
+    /// An MCP server's state changed (started, failed, restarted, tools changed).
+    McpServerStatus {
+        /// The server as `mcp/list` shows it.
+        server: crate::mcp::McpServerInfo,
     },
     /// The daemon is shutting down.
     ShuttingDown,

@@ -23,6 +23,7 @@ pub mod docs;
 pub mod entry;
 pub mod error;
 pub mod event;
+pub mod mcp;
 pub mod message;
 pub mod method;
 pub mod model;

@@ -93,6 +93,8 @@ pub mod names {
     pub const MODELS_LIST: &str = "models/list";
     /// Each provider's key source, optionally checked with a models request (`rein doctor`).
     pub const PROVIDERS_CHECK: &str = "providers/check";
+    /// MCP servers and their state.
+    pub const MCP_LIST: &str = "mcp/list";
 
     /// Every method a client may call, in the order the reference documents them.
     pub const METHODS: &[&str] = &[
@@ -134,6 +136,7 @@ pub mod names {
         TRUST_LIST,
         MODELS_LIST,
         PROVIDERS_CHECK,
+        MCP_LIST,
     ];
 
     /// Every notification the daemon sends (the subscriptions' event streams).
@@ -346,6 +349,10 @@ pub struct CreateSessionParams {
     /// Approval policy; the configured default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_policy: Option<ApprovalPolicy>,
+    /// MCP servers of this session alone (an editor's own), by name. They run while the
+    /// session is loaded and are not recorded in the session file.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub mcp_servers: std::collections::BTreeMap<String, crate::mcp::McpServerConfig>,
 }
 
 /// A session as listed.

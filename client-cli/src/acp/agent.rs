@@ -233,8 +233,9 @@ impl Agent {
 
     async fn new_session(self: &Arc<Self>, params: &Value) -> Result<Value, AcpError> {
         let cwd = str_param(params, "cwd")?;
+        let create = json!({"cwd": cwd, "mcp_servers": mcp_servers(params)});
         let state: SessionState =
-            parse(self.call("session/create", json!({"cwd": cwd})).await?, "session state")?;
+            parse(self.call("session/create", create).await?, "session state")?;
         self.follow(&state.session_id, state.last_seq).await?;
         let mut result = self.session_setup(&state).await?;
         result["sessionId"] = json!(state.session_id);
@@ -445,12 +446,45 @@ fn initialize_result() -> Value {
         "agentCapabilities": {
             "loadSession": true,
             "promptCapabilities": {"image": true, "audio": false, "embeddedContext": true},
-            "mcpCapabilities": {"http": false, "sse": false},
+            "mcpCapabilities": {"http": true, "sse": false},
             "sessionCapabilities": {"list": {}},
         },
         "authMethods": [],
         "agentInfo": {"name": "rein", "title": "rein", "version": env!("CARGO_PKG_VERSION")},
     })
+}
+
+/// The MCP servers an editor passes in `session/new` (`mcpServers`), as rein's
+/// `mcp_servers` of `session/create`: stdio servers (`command`, `args`, `env` as name/value
+/// pairs) and HTTP servers (`type: "http"`, `url`, `headers`). SSE servers are left out (rein
+/// speaks streamable HTTP only); so are entries without a name.
+fn mcp_servers(params: &Value) -> serde_json::Map<String, Value> {
+    let pairs = |server: &Value, key: &str| -> serde_json::Map<String, Value> {
+        server
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|pair| {
+                Some((pair.get("name")?.as_str()?.to_string(), pair.get("value")?.clone()))
+            })
+            .collect()
+    };
+    let mut servers = serde_json::Map::new();
+    for server in params.get("mcpServers").and_then(Value::as_array).into_iter().flatten() {
+        let Some(name) = server.get("name").and_then(Value::as_str) else { continue };
+        let config = match server.get("type").and_then(Value::as_str) {
+            Some("http") => json!({"url": server.get("url"), "headers": pairs(server, "headers")}),
+            Some(_) => continue,
+            None => json!({
+                "command": server.get("command"),
+                "args": server.get("args").cloned().unwrap_or_else(|| json!([])),
+                "env": pairs(server, "env"),
+            }),
+        };
+        servers.insert(name.to_string(), config);
+    }
+    servers
 }
 
 /// Forwards one session's events to the editor until the connection ends.
@@ -667,5 +701,26 @@ mod tests {
         assert_eq!(result["protocolVersion"], 1);
         assert_eq!(result["agentCapabilities"]["loadSession"], true);
         assert_eq!(result["agentCapabilities"]["promptCapabilities"]["embeddedContext"], true);
+        assert_eq!(result["agentCapabilities"]["mcpCapabilities"]["http"], true);
+    }
+
+    #[test]
+    fn editor_mcp_servers_become_session_servers() {
+        let servers = mcp_servers(&json!({"cwd": "/p", "mcpServers": [
+            {"name": "fs", "command": "npx", "args": ["-y", "fs"],
+             "env": [{"name": "A", "value": "1"}]},
+            {"type": "http", "name": "web", "url": "http://127.0.0.1:9/mcp",
+             "headers": [{"name": "X-Key", "value": "k"}]},
+            {"type": "sse", "name": "old", "url": "http://127.0.0.1:9/sse", "headers": []},
+        ]}));
+        assert_eq!(servers.len(), 2);
+        assert_eq!(
+            servers["fs"],
+            json!({"command": "npx", "args": ["-y", "fs"], "env": {"A": "1"}})
+        );
+        assert_eq!(servers["web"]["headers"], json!({"X-Key": "k"}));
+        let parsed: rein_protocol::mcp::McpServerConfig =
+            serde_json::from_value(servers["web"].clone()).unwrap();
+        assert_eq!(parsed.url.as_deref(), Some("http://127.0.0.1:9/mcp"));
     }
 }

@@ -373,6 +373,50 @@ pub async fn models(client: &mut Client) -> Result<Report, ClientError> {
     Ok(Report::new(result, text))
 }
 
+/// `rein mcp list`.
+pub async fn mcp_list(
+    client: &mut Client,
+    session_id: Option<String>,
+) -> Result<Report, ClientError> {
+    let params = rein_protocol::mcp::McpListParams { session_id };
+    let result: rein_protocol::mcp::McpListResult = client.call_as(names::MCP_LIST, params).await?;
+    let text = format_mcp_servers(&result);
+    Ok(Report::new(result, text))
+}
+
+/// The MCP server table: name, scope, transport, state, restarts, then tools or the error.
+pub fn format_mcp_servers(result: &rein_protocol::mcp::McpListResult) -> String {
+    if result.servers.is_empty() {
+        return "no MCP servers configured (add [mcp_servers.NAME] to config.toml)\n".into();
+    }
+    let mut text = String::new();
+    for server in &result.servers {
+        text.push_str(&format!(
+            "{:<20} {:<8} {:<6} {:<9} restarts {}\n",
+            server.name,
+            word(&server.scope),
+            word(&server.transport),
+            word(&server.state),
+            server.restarts
+        ));
+        if let Some(error) = &server.error {
+            text.push_str(&format!("    error: {error}\n"));
+        }
+        for tool in &server.tools {
+            text.push_str(&format!("    {tool}\n"));
+        }
+    }
+    text
+}
+
+/// The snake_case word a unit enum serializes to.
+fn word<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_string))
+        .unwrap_or_default()
+}
+
 /// The model table; `*` marks the default. Prices are US dollars per million input and output
 /// tokens; `?` marks a model rein knows nothing about (defaults apply, see docs/config.md).
 pub fn format_models(result: &ModelsResult) -> String {

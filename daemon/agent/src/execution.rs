@@ -136,6 +136,22 @@ async fn run_call(context: &BatchContext<'_>, call: &ToolCall) -> ToolResultMess
                     Some(output) => output,
                     None => return finish(context, call, ToolOutput::error(stop.reason_text())),
                 },
+                Some(ToolCallDecision::ProceedWith { arguments }) => {
+                    let rewritten = ToolCall { arguments, ..call.clone() };
+                    match context.tools.validate(&rewritten) {
+                        Err(message) => ToolOutput::error(message),
+                        Ok(valid) => match invoke(context, call, valid).await {
+                            Some(output) => output,
+                            None => {
+                                return finish(
+                                    context,
+                                    call,
+                                    ToolOutput::error(stop.reason_text()),
+                                );
+                            }
+                        },
+                    }
+                }
             }
         }
     };

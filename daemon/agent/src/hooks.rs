@@ -56,6 +56,12 @@ pub struct ToolCallContext {
 pub enum ToolCallDecision {
     /// Run the call.
     Proceed,
+    /// Run the call with these arguments instead of the model's (a hook rewrote them); they
+    /// are checked against the tool's schema again.
+    ProceedWith {
+        /// The arguments to run the call with.
+        arguments: Value,
+    },
     /// Do not run it; the model gets an error result saying why.
     Block {
         /// The reason the model sees.
@@ -83,6 +89,9 @@ pub struct StopView<'a> {
     pub run_id: &'a str,
     /// The 1-based turn whose reply stopped.
     pub turn: u32,
+    /// How many times [`AgentHooks::on_stop`] already continued this run (a `Stop` hook's
+    /// loop guard).
+    pub continuations: u32,
     /// Cancelled when the run is cancelled or runs out of time.
     pub cancel: &'a CancellationToken,
 }

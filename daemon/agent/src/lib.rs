@@ -81,6 +81,8 @@
 //!   with a reason the model sees. It gets the tool name, call id, arguments and the run's
 //!   cancel token.
 //! - `after_tool_call`: amend the result the model will see.
+//! - `before_run_completes`: continue a run that would complete with one more user message
+//!   (command hooks' `Stop`).
 //! - `on_context_overflow`: when the provider says the request is too long, return a
 //!   compacted history to retry with; at most once per run.
 //! - `before_tools` / `after_tools`: around the tool batch of each turn that runs one

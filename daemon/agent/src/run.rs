@@ -90,6 +90,7 @@ pub(crate) async fn execute(shared: &Shared, setup: RunSetup) -> RunEnd {
         turns: 0,
         failed_turns: 0,
         overflow_recovered: false,
+        continuations: 0,
         message_started: AtomicBool::new(false),
         outcome: RunOutcome::Unverified,
     };
@@ -104,6 +105,8 @@ struct Run<'a> {
     turns: u32,
     failed_turns: u32,
     overflow_recovered: bool,
+    /// Times `on_stop` continued the run.
+    continuations: u32,
     message_started: AtomicBool,
     outcome: RunOutcome,
 }
@@ -199,8 +202,12 @@ impl Run<'_> {
     /// Asks the host whether a run the model stopped is done. `Err` ends the run (complete, or
     /// stopped meanwhile); `Ok` is the message the run goes on with.
     async fn ask_stop(&mut self) -> Result<Vec<ContentBlock>, RunEnd> {
-        let view =
-            StopView { run_id: &self.setup.run_id, turn: self.turns, cancel: self.stop.token() };
+        let view = StopView {
+            run_id: &self.setup.run_id,
+            turn: self.turns,
+            continuations: self.continuations,
+            cancel: self.stop.token(),
+        };
         let decision = tokio::select! {
             biased;
             () = self.stop.token().cancelled() => None,
@@ -214,6 +221,7 @@ impl Run<'_> {
             }
             Some(StopDecision::Continue { content, outcome }) => {
                 self.outcome = outcome;
+                self.continuations += 1;
                 Ok(content)
             }
         }

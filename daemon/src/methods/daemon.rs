@@ -124,3 +124,20 @@ pub async fn trust_list(
     let paths = trust.list().into_iter().map(|path| path.display().to_string()).collect();
     Ok(TrustListResult { paths })
 }
+
+/// `mcp/list`: the daemon's MCP servers, then (when `session_id` names a loaded session) that
+/// session's own.
+pub async fn mcp_list(
+    params: rein_protocol::mcp::McpListParams,
+    connection: Arc<ConnectionContext>,
+) -> Result<rein_protocol::mcp::McpListResult, RpcError> {
+    let hub = &connection.daemon.hub;
+    let mut servers = hub.env().mcp.infos();
+    if let Some(session_id) = params.session_id.as_deref() {
+        let loaded = hub.loaded(session_id).ok_or_else(|| {
+            RpcError::new(ErrorKind::SessionNotFound, format!("session {session_id} is not loaded"))
+        })?;
+        servers.extend(loaded.session.mcp_servers());
+    }
+    Ok(rein_protocol::mcp::McpListResult { servers })
+}

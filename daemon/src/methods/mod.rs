@@ -47,6 +47,7 @@ pub fn build() -> Result<Methods, RegisterError> {
     register(m, names::DAEMON_SHUTDOWN, daemon::shutdown)?;
     register(m, names::MODELS_LIST, providers::models)?;
     register(m, names::PROVIDERS_CHECK, providers::check)?;
+    register(m, names::MCP_LIST, daemon::mcp_list)?;
     register(m, names::TRUST_SET, daemon::trust_set)?;
     register(m, names::TRUST_LIST, daemon::trust_list)?;
 

@@ -644,6 +644,19 @@ pub fn methods() -> Vec<MethodDoc> {
                  `REIN_HOME/auth.toml`.",
             ],
         ),
+        method(
+            names::MCP_LIST,
+            "The MCP servers and their state: the daemon's, and a loaded session's own.",
+            Payload::of(ex::mcp_list_params()),
+            Payload::of(ex::mcp_list_result()),
+            errors(&[E::SessionNotFound]),
+            vec![
+                "Each change of a server's state is also a `mcp_server_status` daemon event. \
+                 A server that died is restarted with a growing delay (1 s doubling to 60 s); \
+                 its state is `failed` with the error until then. See \
+                 [extensions.md](extensions.md).",
+            ],
+        ),
     ]
 }
 

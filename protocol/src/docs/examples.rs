@@ -13,7 +13,7 @@ use crate::entry::{EntryKind, SessionEntry};
 use crate::error::ErrorKind;
 use crate::event::{
     ApprovalDecision, AssistantDelta, ClientIdentity, CompactionReason, DaemonEvent, EndReason,
-    EventEnvelope, QueueState, QueuedMessage, SessionEvent, SubscriptionItem,
+    EventEnvelope, HookDecision, QueueState, QueuedMessage, SessionEvent, SubscriptionItem,
 };
 use crate::message::{
     AssistantMessage, ContentBlock, Cost, Message, StopReason, ToolCall, ToolResultMessage, Usage,
@@ -220,6 +220,7 @@ pub fn create_session_params() -> CreateSessionParams {
         thinking_level: Some(ThinkingLevel::Medium),
         name: None,
         approval_policy: Some(ApprovalPolicy::AutoEdit),
+        mcp_servers: Default::default(),
     }
 }
 
@@ -567,6 +568,31 @@ pub fn trust_params() -> TrustParams {
     TrustParams { path: CWD.into(), trusted: true, force: false }
 }
 
+/// An MCP server as `mcp/list` shows it.
+pub fn mcp_server_info() -> crate::mcp::McpServerInfo {
+    use crate::mcp::{McpScope, McpServerInfo, McpServerState, McpTransport};
+    McpServerInfo {
+        name: "fs".into(),
+        scope: McpScope::Daemon,
+        session_id: None,
+        transport: McpTransport::Stdio,
+        state: McpServerState::Ready,
+        tools: vec!["mcp__fs__read_text_file".into(), "mcp__fs__list_directory".into()],
+        error: None,
+        restarts: 0,
+    }
+}
+
+/// `mcp/list` params.
+pub fn mcp_list_params() -> crate::mcp::McpListParams {
+    crate::mcp::McpListParams { session_id: Some(SESSION_ID.into()) }
+}
+
+/// `mcp/list` result.
+pub fn mcp_list_result() -> crate::mcp::McpListResult {
+    crate::mcp::McpListResult { servers: vec![mcp_server_info()] }
+}
+
 /// `trust/list` result.
 pub fn trust_list_result() -> TrustListResult {
     TrustListResult { paths: vec![CWD.into(), "/home/ada/src/website".into()] }
@@ -766,6 +792,21 @@ pub fn session_events() -> Vec<SessionEvent> {
             overwritten: vec![],
             requested_by: "rein".into(),
         },
+        SessionEvent::HookStarted {
+            hook_id: "hk-0193a1b2".into(),
+            hook_event: "PreToolUse".into(),
+            command: ".claude/hooks/guard.sh".into(),
+            tool_call_id: Some("toolu_02".into()),
+        },
+        SessionEvent::HookFinished {
+            hook_id: "hk-0193a1b2".into(),
+            hook_event: "PreToolUse".into(),
+            command: ".claude/hooks/guard.sh".into(),
+            decision: HookDecision::Block,
+            duration_ms: 14,
+            exit_code: Some(2),
+            message: Some("rm -rf is not allowed here".into()),
+        },
         SessionEvent::AgentEnd {
             run_id: RUN_ID.into(),
             reason: EndReason::Completed,
@@ -815,6 +856,7 @@ pub fn daemon_events() -> Vec<DaemonEvent> {
             path: Some("/home/ada/.local/share/rein/config.toml".into()),
             error: None,
         },
+        DaemonEvent::McpServerStatus { server: mcp_server_info() },
         DaemonEvent::ShuttingDown,
     ]
 }

@@ -1063,3 +1063,77 @@ async fn a_prompt_right_after_agent_end_is_never_refused_as_busy() {
     until_settled(&mut events).await;
     assert_eq!(harness.messages().len(), 4);
 }
+
+/// Hooks that rewrite one call's arguments and continue a completing run once.
+#[derive(Default)]
+struct ContinuingHooks {
+    completions: Mutex<Vec<u32>>,
+}
+
+impl AgentHooks for ContinuingHooks {
+    fn before_tool_call<'a>(
+        &'a self,
+        call: &'a ToolCallContext,
+    ) -> BoxFuture<'a, ToolCallDecision> {
+        Box::pin(async move {
+            match call.arguments["text"].as_str() {
+                Some("rewrite me") => {
+                    ToolCallDecision::ProceedWith { arguments: json!({"text": "rewritten"}) }
+                }
+                Some("break me") => ToolCallDecision::ProceedWith { arguments: json!({"x": 1}) },
+                _ => ToolCallDecision::Proceed,
+            }
+        })
+    }
+
+    fn on_stop<'a>(
+        &'a self,
+        stop: crate::hooks::StopView<'a>,
+    ) -> BoxFuture<'a, crate::hooks::StopDecision> {
+        Box::pin(async move {
+            self.completions.lock().unwrap().push(stop.continuations);
+            if stop.continuations == 0 {
+                crate::hooks::StopDecision::Continue {
+                    content: text("not done yet: run the tests"),
+                    outcome: RunOutcome::Unverified,
+                }
+            } else {
+                crate::hooks::StopDecision::Finish(RunOutcome::Unverified)
+            }
+        })
+    }
+}
+
+#[tokio::test]
+async fn hooks_can_rewrite_arguments_and_continue_a_completing_run() {
+    let provider = ScriptedProvider::new(vec![
+        tool_reply(&[
+            ("a", "echo", json!({"text": "rewrite me"})),
+            ("b", "echo", json!({"text": "break me"})),
+        ]),
+        text_reply("first stop"),
+        text_reply("second stop"),
+    ]);
+    let hooks = Arc::new(ContinuingHooks::default());
+    let (harness, mut events) = harness_with(provider.clone(), vec![Arc::new(Echo)], |config| {
+        config.hooks = hooks.clone();
+    });
+    harness.prompt(text("go")).unwrap();
+    let seen = until_settled(&mut events).await;
+    assert_eq!(ends(&seen), vec![(EndReason::Completed, None, 3)]);
+    assert_eq!(*hooks.completions.lock().unwrap(), vec![0, 1]);
+    let results = tool_results(&harness.messages());
+    assert_eq!(results[0], ("a".into(), false, "rewritten".into()));
+    assert!(results[1].1, "a rewrite that breaks the schema is an error: {results:?}");
+    let third = &provider.requests()[2].context.messages;
+    assert_eq!(
+        third.last(),
+        Some(&Message::User(UserMessage {
+            content: text("not done yet: run the tests"),
+            timestamp: match third.last() {
+                Some(Message::User(user)) => user.timestamp,
+                _ => 0,
+            },
+        }))
+    );
+}

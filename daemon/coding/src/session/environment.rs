@@ -14,7 +14,9 @@ use rein_protocol::model::ThinkingLevel;
 use rein_session::{CompactionSettings, SessionStore};
 
 use crate::checkpoint::CheckpointSettings;
+use crate::command_hooks::HooksConfig;
 use crate::file_locks::FileLocks;
+use crate::mcp::{McpServers, StatusSink};
 use crate::tools::BashSettings;
 use crate::trust::TrustStore;
 use crate::verify::VerifyConfig;
@@ -61,6 +63,10 @@ pub struct SessionDefaults {
     pub verify: VerifyConfig,
     /// `[checkpoints]`: snapshots of the project before and after each turn's tools.
     pub checkpoints: CheckpointSettings,
+    /// The command hooks of the configuration (`[hooks]`).
+    pub hooks: HooksConfig,
+    /// Whether a trusted project's `.claude/settings.json` hooks run too.
+    pub hooks_from_claude_settings: bool,
 }
 
 /// The default of [`SessionDefaults::approval_grace`].
@@ -80,6 +86,8 @@ impl Default for SessionDefaults {
             hidden_files: Vec::new(),
             verify: VerifyConfig::default(),
             checkpoints: CheckpointSettings::default(),
+            hooks: HooksConfig::default(),
+            hooks_from_claude_settings: false,
         }
     }
 }
@@ -104,6 +112,15 @@ pub struct CodingEnvironment {
     pub output_dir: PathBuf,
     /// Settings a new session starts with.
     pub defaults: SessionDefaults,
+    /// The daemon's MCP servers (`[mcp_servers]` of `config.toml`), shared by every session.
+    pub mcp: Arc<McpServers>,
+    /// Where the state changes of sessions' own MCP servers are reported.
+    pub mcp_sink: StatusSink,
+}
+
+/// A status sink that drops what it gets.
+pub fn ignore_mcp_status() -> StatusSink {
+    Arc::new(|_| {})
 }
 
 impl std::fmt::Debug for CodingEnvironment {

@@ -57,6 +57,9 @@ pub enum CodingError {
     /// The project's `.rein/config.toml` cannot be used.
     #[error(transparent)]
     ProjectConfig(#[from] crate::project_config::ProjectConfigError),
+    /// A `UserPromptSubmit` hook refused the prompt; the reason is the hook's.
+    #[error("a hook blocked the prompt: {0}")]
+    BlockedByHook(String),
 }
 
 impl From<HarnessError> for CodingError {
@@ -85,6 +88,7 @@ impl CodingError {
             Self::Harness(HarnessError::Busy) => ErrorKind::SessionBusy,
             Self::Harness(_) => ErrorKind::Internal,
             Self::ProjectConfig(_) => ErrorKind::InvalidRequest,
+            Self::BlockedByHook(_) => ErrorKind::ApprovalDenied,
         }
     }
 }

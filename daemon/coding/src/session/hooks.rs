@@ -13,13 +13,16 @@ use rein_agent::{
 };
 use rein_ai::Provider;
 use rein_protocol::event::{ApprovalDecision, CompactionReason, SessionEvent};
-use rein_protocol::message::Message;
+use rein_protocol::message::{Message, ToolResultMessage};
+use rein_protocol::method::ApprovalPolicy;
 use rein_protocol::model::ModelInfo;
 use rein_protocol::verify::RunOutcome;
 use rein_session::repair::{is_valid_tool_history, repair_messages};
 use rein_session::{Compacted, Session};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::command_hooks::PreToolAnswer;
 use super::error::CodingError;
 use super::{CodingSession, DAEMON_RESOLVER, lock};
 use crate::approval::approval_reason;
@@ -69,6 +72,20 @@ impl AgentHooks for SessionHooks {
             match self.session.upgrade() {
                 Some(session) => session.approve(call).await,
                 None => ToolCallDecision::Block { reason: "the session was closed".into() },
+            }
+        }
+        .boxed()
+    }
+
+    fn after_tool_call<'a>(
+        &'a self,
+        call: &'a ToolCallContext,
+        result: ToolResultMessage,
+    ) -> BoxFuture<'a, ToolResultMessage> {
+        async move {
+            match self.session.upgrade() {
+                Some(session) => session.after_tool_call(call, result).await,
+                None => result,
             }
         }
         .boxed()
@@ -256,10 +273,13 @@ impl CodingSession {
         model: &ModelInfo,
         cancel: &CancellationToken,
     ) -> Result<Compacted, CodingError> {
+        let job_instructions = instructions.clone();
         let job = self
             .journal
             .read(|file| file.prepare_compaction(reason, instructions, keep_recent_tokens))??;
         let tokens_before = job.tokens_before();
+        let manual = reason == CompactionReason::Manual;
+        self.pre_compact_hooks(manual, job_instructions.as_deref()).await;
         self.emit(SessionEvent::CompactionStart { reason });
         let report = CompactionReport { session: self, reason, tokens_before, done: false };
         let settings = &self.env().defaults.compaction.clone();
@@ -270,6 +290,10 @@ impl CodingSession {
         match recorded {
             Ok(compacted) => {
                 report.finish(Some(compacted.entry.id.clone()), None);
+                if let rein_protocol::EntryKind::Compaction { summary, .. } = &compacted.entry.kind
+                {
+                    self.post_compact_hooks(manual, summary).await;
+                }
                 Ok(compacted)
             }
             Err(error) => {
@@ -279,21 +303,37 @@ impl CodingSession {
         }
     }
 
-    /// Decides whether a validated tool call may run, asking a client when the policy says
-    /// so.
+    /// Decides whether a validated tool call may run: `PreToolUse` hooks first, then the
+    /// policy, then `PermissionRequest` hooks, then a client when the policy says so.
     async fn approve(&self, call: &ToolCallContext) -> ToolCallDecision {
         // A call runs only once the reply that made it is on disk.
         self.pump.catch_up().await;
         if self.journal.unsaved().holding() {
             return ToolCallDecision::Block { reason: super::unsaved::NOT_RUN_UNRECORDED.into() };
         }
+        let (rewritten, forced) = match self.pre_tool_hooks(call).await {
+            PreToolAnswer::Block(reason) => return ToolCallDecision::Block { reason },
+            PreToolAnswer::Allow(rewritten) => return self.let_run(call, rewritten),
+            PreToolAnswer::Ask(rewritten, reason) => (rewritten, Some(reason)),
+            PreToolAnswer::Policy(rewritten) => (rewritten, None),
+        };
+        let arguments = rewritten.clone().unwrap_or_else(|| call.arguments.clone());
         let policy = self.approval_policy();
         let cwd = Path::new(&self.cwd);
-        let Some(reason) = approval_reason(policy, &call.tool_name, &call.arguments, cwd) else {
-            return ToolCallDecision::Proceed;
+        let read_only_mcp =
+            policy != ApprovalPolicy::Ask && self.is_read_only_mcp_tool(&call.tool_name);
+        let policy_reason =
+            approval_reason(policy, &call.tool_name, &arguments, cwd).filter(|_| !read_only_mcp);
+        let Some(reason) = forced.clone().or(policy_reason) else {
+            return self.let_run(call, rewritten);
         };
-        if self.approvals.is_allowed_for_session(&call.tool_name) {
-            return ToolCallDecision::Proceed;
+        if forced.is_none() && self.approvals.is_allowed_for_session(&call.tool_name) {
+            return self.let_run(call, rewritten);
+        }
+        match self.permission_hooks(call, &arguments).await {
+            Some(Ok(updated)) => return self.let_run(call, updated.or(rewritten)),
+            Some(Err(reason)) => return ToolCallDecision::Block { reason },
+            None => {}
         }
         // The request follows the events of the reply that made the call.
         self.pump.catch_up().await;
@@ -302,7 +342,7 @@ impl CodingSession {
             request_id: request_id.clone(),
             tool_call_id: call.call_id.clone(),
             tool_name: call.tool_name.clone(),
-            arguments: call.arguments.clone(),
+            arguments: arguments.clone(),
             reason,
         });
         if !self.gate.has_approver() {
@@ -316,6 +356,10 @@ impl CodingSession {
             }
             return ToolCallDecision::Block { reason: NO_APPROVER_REASON.into() };
         }
+        self.notify_hooks(
+            "permission_prompt",
+            format!("rein needs your permission to use {}", call.tool_name),
+        );
         let pending = PendingApproval { session: self, request_id };
         let mut answer = answer;
         let grace = self.env().defaults.approval_grace;
@@ -340,7 +384,7 @@ impl CodingSession {
         match answer {
             Some(answer) => match answer.decision {
                 ApprovalDecision::AllowOnce | ApprovalDecision::AllowSession => {
-                    ToolCallDecision::Proceed
+                    self.let_run(call, rewritten)
                 }
                 ApprovalDecision::Deny => ToolCallDecision::Block {
                     reason: match answer.reason.filter(|r| !r.trim().is_empty()) {
@@ -351,5 +395,27 @@ impl CodingSession {
             },
             None => ToolCallDecision::Block { reason: APPROVAL_CANCELLED_REASON.into() },
         }
+    }
+
+    /// Lets a call run (with the arguments a hook rewrote, if any), remembering it for the
+    /// `PostToolUse` hooks.
+    fn let_run(&self, call: &ToolCallContext, rewritten: Option<Value>) -> ToolCallDecision {
+        lock(&self.ran_calls).insert(call.call_id.clone());
+        match rewritten {
+            Some(arguments) => ToolCallDecision::ProceedWith { arguments },
+            None => ToolCallDecision::Proceed,
+        }
+    }
+
+    /// After a call: `PostToolUse` or `PostToolUseFailure` hooks for a call that ran.
+    async fn after_tool_call(
+        &self,
+        call: &ToolCallContext,
+        result: ToolResultMessage,
+    ) -> ToolResultMessage {
+        if !lock(&self.ran_calls).remove(&call.call_id) {
+            return result;
+        }
+        self.post_tool_hooks(call, &call.arguments, result).await
     }
 }

@@ -58,12 +58,14 @@
 //! shows the model asked for.
 
 mod checkpoints;
+mod command_hooks;
 mod context;
 mod environment;
 mod error;
 mod history;
 mod hooks;
 mod journal;
+mod mcp_tools;
 mod model;
 mod pump;
 mod run_record;
@@ -90,15 +92,17 @@ use crate::approval::{ApprovalAnswer, Approvals};
 use crate::file_tracker::FileTracker;
 use crate::project::ContextSources;
 use crate::project_config::ProjectConfig;
-use crate::tools::{ToolContext, coding_tools};
+use crate::tools::ToolContext;
 use context::PromptContext;
 use journal::Journal;
 use model::ModelSlot;
 use pump::EventPump;
 
 pub use checkpoints::{CHECKPOINT_ENTRY_TYPE, UNDO_ENTRY_TYPE};
+pub use command_hooks::{HOOK_RUN_ENTRY, MAX_STOP_HOOK_CONTINUATIONS};
 pub use environment::{
     ApprovalGate, CodingEnvironment, DEFAULT_APPROVAL_GRACE, EventSink, SessionDefaults,
+    ignore_mcp_status,
 };
 pub use error::CodingError;
 pub use hooks::{APPROVAL_CANCELLED_REASON, NO_APPROVER_LEFT_REASON, NO_APPROVER_REASON};
@@ -106,6 +110,12 @@ pub use verification::VERIFICATION_ENTRY_TYPE;
 
 /// The name given as `resolved_by` when the daemon itself answers an approval.
 pub const DAEMON_RESOLVER: &str = "daemon";
+
+/// What a session is loaded with beyond its file: an editor's own MCP servers.
+#[derive(Debug, Default)]
+struct LoadExtensions {
+    mcp_servers: std::collections::BTreeMap<String, rein_protocol::mcp::McpServerConfig>,
+}
 
 /// What keeps a session from starting a run while it lasts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -167,6 +177,18 @@ pub struct CodingSession {
     shell: shell::ShellSlot,
     run_plans: verification::RunPlans,
     checkpoints: checkpoints::SessionCheckpoints,
+    /// The command hooks in force (rebuilt when the project's trust changes).
+    command_hooks: Mutex<Arc<crate::command_hooks::HookRunner>>,
+    /// Context from `SessionStart` hooks, added to the next prompt.
+    hook_context: Mutex<Vec<String>>,
+    /// Tool calls that were let through to run, so only they get `PostToolUse` hooks.
+    ran_calls: Mutex<std::collections::HashSet<String>>,
+    /// The session's own MCP servers.
+    mcp: crate::mcp::McpServers,
+    /// The MCP tool generation the tools were last built from.
+    mcp_built: std::sync::atomic::AtomicU64,
+    /// The MCP tools annotated read-only.
+    mcp_read_only: Mutex<std::collections::HashSet<String>>,
     me: Weak<CodingSession>,
 }
 
@@ -220,8 +242,10 @@ impl CodingSession {
             .approval_policy
             .or(project.approval_policy)
             .unwrap_or(env.defaults.approval_policy);
-        let session = Self::load(env, file, model, thinking, policy, sink, gate)?;
+        let extensions = LoadExtensions { mcp_servers: params.mcp_servers.clone() };
+        let session = Self::load(env, file, model, thinking, policy, sink, gate, extensions)?;
         session.record_settings()?;
+        session.session_start_hooks("startup").await;
         Ok(session)
     }
 
@@ -246,10 +270,14 @@ impl CodingSession {
         let model = ModelSlot::resolve(&env.registry, reference.as_deref());
         let thinking = replay.thinking_level.unwrap_or(env.defaults.thinking_level);
         let policy = replay.approval_policy.unwrap_or(env.defaults.approval_policy);
-        Self::load(env, file, model, thinking, policy, sink, gate)
+        let extensions = LoadExtensions::default();
+        let session = Self::load(env, file, model, thinking, policy, sink, gate, extensions)?;
+        session.session_start_hooks("resume").await;
+        Ok(session)
     }
 
     /// Builds the session around an open file.
+    #[allow(clippy::too_many_arguments)]
     fn load(
         env: CodingEnvironment,
         file: Session,
@@ -258,6 +286,7 @@ impl CodingSession {
         policy: ApprovalPolicy,
         sink: EventSink,
         gate: Arc<dyn ApprovalGate>,
+        extensions: LoadExtensions,
     ) -> Result<Arc<Self>, CodingError> {
         let id = file.id().to_string();
         let cwd = file.cwd().to_string();
@@ -271,8 +300,18 @@ impl CodingSession {
             output_dir: crate::tools::spill::session_dir(&env.output_dir, &id),
             hidden_files: env.defaults.hidden_files.clone(),
         };
-        let tools = coding_tools(tool_context.clone());
         let sources = context_sources(&env, &cwd);
+        let trusted = sources.trusted;
+        let mcp = mcp_tools::start_session_servers(
+            &env,
+            &id,
+            Path::new(&cwd),
+            trusted,
+            &extensions.mcp_servers,
+        );
+        let mcp_built = env.mcp.generation().wrapping_add(mcp.generation());
+        let (tools, mcp_read_only) =
+            mcp_tools::session_tools(tool_context.clone(), &[&env.mcp, &mcp]);
         let prompt =
             PromptContext::load(sources, tools.clone(), env.defaults.extra_prompt_sections.clone());
         let mut config = HarnessConfig::new(model.harness_provider(), model.info.clone());
@@ -283,6 +322,7 @@ impl CodingSession {
         config.messages = messages;
         let harness = Harness::new(config)?;
         let journal = Arc::new(Journal::new(file, sink.clone()));
+        let hook_runner = command_hooks::session_hook_runner(&env, Path::new(&cwd), trusted);
         Ok(Arc::new_cyclic(|me: &Weak<CodingSession>| {
             harness.set_hooks(Arc::new(hooks::SessionHooks::new(me.clone())));
             let stopper = me.clone();
@@ -318,6 +358,12 @@ impl CodingSession {
                 shell: shell::ShellSlot::default(),
                 run_plans: verification::RunPlans::default(),
                 checkpoints: checkpoints::SessionCheckpoints::default(),
+                command_hooks: Mutex::new(Arc::new(hook_runner)),
+                hook_context: Mutex::new(Vec::new()),
+                ran_calls: Mutex::new(std::collections::HashSet::new()),
+                mcp,
+                mcp_built: std::sync::atomic::AtomicU64::new(mcp_built),
+                mcp_read_only: Mutex::new(mcp_read_only),
                 me: me.clone(),
             }
         }))
@@ -351,7 +397,7 @@ impl CodingSession {
                 context.bash = env.defaults.bash.clone();
                 context.clone()
             };
-            let tools = coding_tools(context);
+            let tools = self.build_tools(context);
             match self.harness.set_tools(tools.clone()) {
                 Ok(()) => self.harness.set_system_prompt(lock(&self.prompt).set_tools(tools)),
                 Err(error) => tracing::error!(%error, "could not replace the tools"),
@@ -470,7 +516,15 @@ impl CodingSession {
     /// Starts a run with the prompt, or, while one is active and `when_busy` says so, steers
     /// it or queues the prompt as a follow-up. Returns at once; progress arrives as events.
     pub async fn prompt(&self, params: PromptParams) -> Result<PromptResult, CodingError> {
-        let content = user_content(params.text, params.images)?;
+        self.wait_for_mcp_startup().await;
+        let hook_context =
+            self.prompt_hooks(&params.text).await.map_err(CodingError::BlockedByHook)?;
+        let mut content = user_content(params.text, params.images)?;
+        for context in self.take_hook_context().into_iter().chain(hook_context) {
+            content.push(ContentBlock::text(format!(
+                "\n\n<hook-context>\n{context}\n</hook-context>"
+            )));
+        }
         let limits = self.run_limits()?.with_overrides(&params.limits);
         // Held until the run's checks are registered, so its first stop finds them.
         let mut plans = self.run_plans.lock();
@@ -536,6 +590,7 @@ impl CodingSession {
             let effective = limits.clone().unwrap_or_else(|| self.harness.limits());
             let setup = setup.unwrap_or_else(|| self.capture_setup(&effective));
             self.run_setup.set(setup);
+            self.refresh_mcp_tools();
         }
         let receipt = match when_busy {
             None => {
@@ -637,7 +692,7 @@ impl CodingSession {
         if images != previous.info.images {
             let mut context = lock(&self.tool_context).clone();
             context.images_allowed = images;
-            let tools = coding_tools(context);
+            let tools = self.build_tools(context);
             match self.harness.set_tools(tools.clone()) {
                 Ok(()) => self.harness.set_system_prompt(lock(&self.prompt).set_tools(tools)),
                 Err(error) => tracing::error!(%error, "could not replace the tools"),
@@ -706,6 +761,7 @@ impl CodingSession {
     /// prompt; it applies from the next request.
     pub fn refresh_trust(&self) {
         let trusted = self.env().trust.is_trusted(&PathBuf::from(&self.cwd));
+        self.reload_hooks(trusted);
         let prompt = lock(&self.prompt).set_trusted(trusted);
         self.harness.set_system_prompt(prompt);
     }
@@ -730,6 +786,8 @@ impl CodingSession {
         self.cancel();
         self.harness.wait_idle().await;
         self.shell.wait().await;
+        self.session_end_hooks().await;
+        self.mcp.stop();
         self.pump.catch_up().await;
         self.pump.stop();
         // Tool results a failed write held back are recorded now if there is room again, so

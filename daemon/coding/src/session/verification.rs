@@ -88,7 +88,14 @@ impl Drop for RoundReport<'_> {
 impl CodingSession {
     /// The model stopped: run the round's checks and decide whether the run is done.
     pub(crate) async fn on_stop(&self, stop: StopView<'_>) -> StopDecision {
-        // A Stop hook (issue 20) runs here, before the checks; a block is a failed round.
+        // `Stop` hooks run first: a hook that blocks continues the run with its reason, like a
+        // failed check, without running the checks this time.
+        if let Some(reason) = self.stop_hooks(stop.continuations, stop.cancel).await {
+            let rounds = self.run_plans.lock().0.get(stop.run_id).map_or(0, |state| state.rounds);
+            let outcome =
+                if rounds > 0 { RunOutcome::VerifyFailed } else { RunOutcome::Unverified };
+            return StopDecision::Continue { content: vec![ContentBlock::text(reason)], outcome };
+        }
         let (plan, round) = {
             let mut runs = self.run_plans.lock();
             let state = runs

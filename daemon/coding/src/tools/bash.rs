@@ -277,7 +277,7 @@ impl Drop for GroupKiller {
 }
 
 /// `bash` when it is installed, else `sh`.
-fn default_shell() -> &'static Path {
+pub(crate) fn default_shell() -> &'static Path {
     static SHELL: OnceLock<PathBuf> = OnceLock::new();
     SHELL.get_or_init(|| {
         let path = std::env::var_os("PATH").unwrap_or_default();

@@ -26,6 +26,7 @@ use serde_json::Value;
 use crate::file_locks::FileLocks;
 use crate::file_tracker::FileTracker;
 
+pub(crate) use bash::default_shell;
 pub use bash::{BashTool, CommandOutcome, CommandRequest, run_command};
 pub use edit::EditTool;
 pub use find::FindTool;

@@ -130,6 +130,8 @@ impl Fixture {
                 approval_policy: ApprovalPolicy::Yolo,
                 ..SessionDefaults::default()
             },
+            mcp: Arc::new(rein_coding::mcp::McpServers::none()),
+            mcp_sink: rein_coding::session::ignore_mcp_status(),
         };
         Self { fake, home, project, env, gate: Arc::new(TestGate::default()) }
     }
