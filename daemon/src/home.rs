@@ -105,16 +105,14 @@ pub fn make_private(home: &Path) -> Result<Vec<PathBuf>, HomeError> {
 
 fn tighten(path: &Path, changed: &mut Vec<PathBuf>) -> Result<(), HomeError> {
     let metadata = fs::symlink_metadata(path).map_err(io_error("inspect", path))?;
-    let wanted = if metadata.is_dir() {
-        PRIVATE_DIR_MODE
-    } else if metadata.is_file() {
-        PRIVATE_FILE_MODE
-    } else {
+    if !metadata.is_dir() && !metadata.is_file() {
         return Ok(());
-    };
+    }
     let mode = metadata.mode() & 0o7777;
-    // Only ever take permissions away: a file the user made 0400 stays 0400.
-    let tightened = mode & wanted;
+    // Only ever take the group's and others' permissions away: a file the user made 0400
+    // stays 0400, and a script the user keeps here (a hook, a skill's helper) stays
+    // executable by its owner.
+    let tightened = mode & !0o077;
     if tightened != mode {
         fs::set_permissions(path, fs::Permissions::from_mode(tightened))
             .map_err(io_error("restrict permissions of", path))?;

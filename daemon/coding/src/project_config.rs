@@ -1,19 +1,24 @@
 //! A project's own settings: `.rein/config.toml` in the project directory (and in each
 //! directory up to the project root), applied once the project is trusted.
 //!
-//! A project may set the default `model` of its new sessions, their `approval_policy`, and
-//! `[limits]` for every run in it. Everything else (providers, retries, the daemon's session
+//! A project may set the default `model` of its new sessions, their `approval_policy`,
+//! `[limits]` for every run in it, its `[verify]` checks, and its `[hooks]` and
+//! `[mcp_servers]` (see [`crate::project_extensions`]). Everything else (providers, retries, the daemon's session
 //! settings) belongs to the user's own `config.toml`: a project file naming it is an error, as
 //! is any unknown key (with a "did you mean" hint). Files nearer the session's directory win
 //! over outer ones, key by key.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use rein_agent::RunLimits;
+use rein_protocol::mcp::McpServerConfig;
 use rein_protocol::method::ApprovalPolicy;
 use serde::Deserialize;
 
+use crate::command_hooks::HooksConfig;
 use crate::config_file::{ConfigParseError, parse_strict};
+use crate::verify::VerifyConfig;
 
 /// Top-level keys of the user's configuration that a project file may not set.
 pub const USER_ONLY_KEYS: &[&str] = &["providers", "retry", "sessions"];
@@ -31,6 +36,17 @@ pub struct ProjectConfig {
     /// Limits of every run in the project (a prompt's own limits still win).
     #[serde(default)]
     pub limits: ProjectLimits,
+    /// `[verify]`: the project's checks; when they name commands they replace the user's.
+    #[serde(default)]
+    pub verify: Option<VerifyConfig>,
+    /// `[[hooks.EVENT]]`: the project's command hooks (run by
+    /// [`crate::project_extensions`]; accepted here so the file stays strict).
+    #[serde(default)]
+    pub hooks: HooksConfig,
+    /// `[mcp_servers.NAME]`: the project's MCP servers (started by
+    /// [`crate::project_extensions`]; accepted here so the file stays strict).
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
 }
 
 /// `[limits]` of a project file: each one replaces the user's setting when present.
@@ -119,6 +135,11 @@ impl ProjectConfig {
         mine.max_cost = theirs.max_cost.or(mine.max_cost);
         mine.max_seconds = theirs.max_seconds.or(mine.max_seconds);
         mine.max_failed_turns = theirs.max_failed_turns.or(mine.max_failed_turns);
+        self.verify = inner.verify.or(self.verify.take());
+        if inner.hooks != HooksConfig::default() {
+            self.hooks = inner.hooks;
+        }
+        self.mcp_servers.extend(inner.mcp_servers);
     }
 
     /// The user's run limits with this project's in their place where it sets them.
@@ -155,6 +176,23 @@ mod tests {
         assert_eq!(limits.max_turns, Some(5));
         assert_eq!(limits.max_cost, Some(1.0));
         assert_eq!(limits.max_failed_turns, RunLimits::default().max_failed_turns);
+    }
+
+    #[test]
+    fn verify_hooks_and_mcp_servers_are_project_settings() {
+        let path = Path::new("/p/.rein/config.toml");
+        let text = "[verify]\ncommands = [\"make test\"]\n\
+                    [[hooks.PreToolUse]]\nmatcher = \"Bash\"\n\
+                    [[hooks.PreToolUse.hooks]]\ntype = \"command\"\ncommand = \"true\"\n\
+                    [mcp_servers.docs]\ncommand = \"docs-server\"\n";
+        let config = ProjectConfig::parse(path, text).unwrap();
+        let user = VerifyConfig::default();
+        let merged = user.overridden_by(config.verify.as_ref());
+        assert_eq!(merged, config.verify.clone().unwrap());
+        assert_ne!(config.hooks, HooksConfig::default());
+        assert!(config.mcp_servers.contains_key("docs"));
+        let err = ProjectConfig::parse(path, "[verify]\ncomands = []\n").unwrap_err();
+        assert!(err.to_string().contains("comands"), "{err}");
     }
 
     #[test]

@@ -532,7 +532,7 @@ impl CodingSession {
         if let Some(request) = &params.verify
             && receipt.disposition != PromptDisposition::Steered
         {
-            plans.set(receipt.id.clone(), self.env().defaults.verify.plan(Some(request)));
+            plans.set(receipt.id.clone(), self.verify_config().plan(Some(request)));
         }
         drop(plans);
         Ok(PromptResult { run_id: receipt.id, disposition: receipt.disposition })
@@ -722,6 +722,13 @@ impl CodingSession {
     pub fn project_config(&self) -> Result<ProjectConfig, CodingError> {
         let files = lock(&self.prompt).project_config_files();
         Ok(ProjectConfig::load(&files)?)
+    }
+
+    /// The checks of a run starting now: the trusted project's `[verify]` when it names
+    /// commands, else the user's. A project file that cannot be read leaves the user's.
+    pub(crate) fn verify_config(&self) -> crate::verify::VerifyConfig {
+        let project = self.project_config().ok().and_then(|project| project.verify);
+        self.env().defaults.verify.overridden_by(project.as_ref())
     }
 
     /// The limits of a run starting now: the configured ones with the trusted project's in

@@ -102,7 +102,7 @@ impl CodingSession {
                 .0
                 .entry(stop.run_id.to_string())
                 .or_insert_with(|| RunState { plan: None, rounds: 0 });
-            let plan = state.plan.clone().unwrap_or_else(|| self.env().defaults.verify.plan(None));
+            let plan = state.plan.clone().unwrap_or_else(|| self.verify_config().plan(None));
             if plan.checks.is_empty() {
                 runs.0.remove(stop.run_id);
                 return StopDecision::Finish(RunOutcome::Unverified);
