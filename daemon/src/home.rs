@@ -12,6 +12,7 @@
 //! clear error, since whoever can write there can replace the socket and impersonate the
 //! daemon.
 
+use crate::path_io::PathIoError;
 use std::fs;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -36,22 +37,15 @@ pub enum HomeError {
         why: String,
     },
     /// A file system step failed.
-    #[error("cannot {action} {path}: {source}")]
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// The path involved.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] PathIoError),
 }
 
 fn io_error<'a>(
     action: &'static str,
     path: &'a Path,
 ) -> impl FnOnce(std::io::Error) -> HomeError + 'a {
-    move |source| HomeError::Io { action, path: path.to_path_buf(), source }
+    PathIoError::on(action, path)
 }
 
 /// Creates `dir` (and missing parents) with mode 0700.
@@ -70,7 +64,7 @@ pub fn check_run_dir(dir: &Path) -> Result<(), HomeError> {
     let metadata = match fs::symlink_metadata(dir) {
         Ok(metadata) => metadata,
         Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(source) => return Err(HomeError::Io { action: "inspect", path: dir.into(), source }),
+        Err(source) => return Err(PathIoError::new("inspect", dir, source).into()),
     };
     let refuse = |why: String| Err(HomeError::UnsafeRunDir { path: dir.to_path_buf(), why });
     if metadata.file_type().is_symlink() {

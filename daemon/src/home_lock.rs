@@ -6,6 +6,7 @@
 //! `$REIN_HOME/run/reind.lock`, held for its whole life (the kernel releases it however the
 //! process dies), and writes its pid and socket there for the error a second daemon gives.
 
+use crate::path_io::PathIoError;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
 use std::os::unix::fs::DirBuilderExt;
@@ -32,15 +33,8 @@ pub enum HomeLockError {
         wanted: PathBuf,
     },
     /// A file system step failed.
-    #[error("cannot {action} {path}: {source}")]
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// The path involved.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] PathIoError),
 }
 
 /// What a daemon refused for `home` says: that the socket is already served when the running
@@ -69,10 +63,7 @@ pub struct HomeLock {
 /// Takes the home's lock for a daemon serving `socket`, or says which daemon has it.
 pub fn acquire(home: &Path, socket_wanted: &Path) -> Result<HomeLock, HomeLockError> {
     let path = path(home);
-    let io = |action: &'static str, path: &Path| {
-        let path = path.to_path_buf();
-        move |source| HomeLockError::Io { action, path, source }
-    };
+    let io = PathIoError::on::<HomeLockError>;
     if let Some(dir) = path.parent() {
         std::fs::DirBuilder::new()
             .recursive(true)
@@ -97,7 +88,7 @@ pub fn acquire(home: &Path, socket_wanted: &Path) -> Result<HomeLock, HomeLockEr
             return Err(HomeLockError::Taken { home: home.to_path_buf(), pid, socket, wanted });
         }
         Err(TryLockError::Error(source)) => {
-            return Err(HomeLockError::Io { action: "lock", path, source });
+            return Err(PathIoError::new("lock", path, source).into());
         }
     }
     let record = format!("pid {}\nsocket {}\n", std::process::id(), socket_wanted.display());

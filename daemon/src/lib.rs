@@ -18,6 +18,7 @@ pub mod hub;
 pub mod keys;
 pub mod logging;
 pub mod methods;
+pub mod path_io;
 pub mod rpc_error;
 pub mod secrets;
 pub mod server;

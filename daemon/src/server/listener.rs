@@ -6,6 +6,7 @@
 //! serving; a daemon that can take it knows any socket file already there is a leftover of a
 //! killed daemon and replaces it.
 
+use crate::path_io::PathIoError;
 use interprocess::local_socket::tokio::{Listener, Stream};
 use interprocess::local_socket::traits::tokio::Listener as _;
 use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
@@ -26,22 +27,15 @@ pub enum BindError {
         pid: Option<u32>,
     },
     /// A file system step failed.
-    #[error("cannot {action} {path}: {source}")]
-    Io {
-        /// What was being done.
-        action: &'static str,
-        /// The path involved.
-        path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    Io(#[from] PathIoError),
 }
 
 fn io_error<'a>(
     action: &'static str,
     path: &'a Path,
 ) -> impl FnOnce(std::io::Error) -> BindError + 'a {
-    move |source| BindError::Io { action, path: path.to_path_buf(), source }
+    PathIoError::on(action, path)
 }
 
 /// The listening socket plus the lock that makes it ours.
@@ -84,7 +78,7 @@ pub fn bind(socket: &Path) -> Result<BoundSocket, BindError> {
                 Err(BindError::AlreadyRunning { socket: socket.to_path_buf(), pid })
             }
             fs::TryLockError::Error(source) => {
-                Err(BindError::Io { action: "lock", path: lock_file, source })
+                Err(PathIoError::new("lock", lock_file, source).into())
             }
         };
     }
