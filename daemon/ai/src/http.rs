@@ -249,14 +249,7 @@ impl Inner {
             // The server ignored `stream: true`: its one body is the whole reply.
             let text = response.text().await.map_err(|e| Failure::from_transport(&e))?;
             for (name, data) in whole_reply::events(api, &text)? {
-                let step = decoder.on_event(&name, &data, builder)?;
-                if step == Step::Done {
-                    builder.finish_open_tool_calls();
-                }
-                for delta in builder.take_deltas() {
-                    tx.send(AssistantMessageEvent::Delta(delta)).await.map_err(|_| aborted())?;
-                }
-                if step == Step::Done {
+                if feed(&mut decoder, &name, &data, builder, tx).await? {
                     return Ok(());
                 }
             }
@@ -270,14 +263,7 @@ impl Inner {
                     format!("the stream broke: {}", error_chain(&error)),
                 )
             })?;
-            let step = decoder.on_event(&event.event, &event.data, builder)?;
-            if step == Step::Done {
-                builder.finish_open_tool_calls();
-            }
-            for delta in builder.take_deltas() {
-                tx.send(AssistantMessageEvent::Delta(delta)).await.map_err(|_| aborted())?;
-            }
-            if step == Step::Done {
+            if feed(&mut decoder, &event.event, &event.data, builder, tx).await? {
                 return Ok(());
             }
         }
@@ -316,6 +302,25 @@ fn is_json(headers: &reqwest::header::HeaderMap) -> bool {
         .get(reqwest::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| v.trim_start().to_ascii_lowercase().starts_with("application/json"))
+}
+
+/// Decodes one event of a reply into `builder` and sends the deltas it made; true once the
+/// reply is complete (whether the events came as a stream or as one JSON body).
+async fn feed(
+    decoder: &mut Decoder,
+    name: &str,
+    data: &str,
+    builder: &mut MessageBuilder,
+    tx: &mut Sender,
+) -> Result<bool, Failure> {
+    let step = decoder.on_event(name, data, builder)?;
+    if step == Step::Done {
+        builder.finish_open_tool_calls();
+    }
+    for delta in builder.take_deltas() {
+        tx.send(AssistantMessageEvent::Delta(delta)).await.map_err(|_| aborted())?;
+    }
+    Ok(step == Step::Done)
 }
 
 fn aborted() -> Failure {
