@@ -177,3 +177,72 @@ async fn cancelling_during_a_check_kills_it_and_reports_the_round_cancelled() {
     events.settled().await;
     assert_eq!(outcome_of(&events.seen), (EndReason::Cancelled, RunOutcome::Unverified));
 }
+
+/// A `Stop` hook script at `path`: blocks (exit 2, the reason on stderr) while
+/// `stop_hook_active` is false, or always.
+fn stop_hook(path: &std::path::Path, always: bool) -> rein_coding::command_hooks::HooksConfig {
+    use std::os::unix::fs::PermissionsExt;
+    let guard = if always {
+        ""
+    } else {
+        "case \"$input\" in *'\"stop_hook_active\":true'*) exit 0;; esac\n"
+    };
+    let text = format!(
+        "#!/usr/bin/env bash\ninput=\"$(cat)\"\n{guard}echo 'also run the linter' >&2\nexit 2\n"
+    );
+    std::fs::write(path, text).unwrap();
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    toml::from_str(&format!(
+        "[[Stop]]\n[[Stop.hooks]]\ntype = \"command\"\ncommand = {:?}\n",
+        path.display().to_string()
+    ))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_blocking_stop_hook_counts_as_a_round_and_the_checks_still_decide() {
+    let hooks_dir = tempfile::tempdir().unwrap();
+    let mut fixture = Fixture::new(vec![Reply::text("Done."), Reply::text("Linted, done.")]).await;
+    fixture.env.defaults.hooks = stop_hook(&hooks_dir.path().join("stop.sh"), false);
+    let (session, mut events) = fixture.create(ApprovalPolicy::Yolo).await;
+    let mut params = prompt(&session, "finish the task");
+    params.verify = Some(VerifyRequest::Commands(vec!["true".into()]));
+    session.prompt(params).await.unwrap();
+    events.settled().await;
+
+    assert_eq!(outcome_of(&events.seen), (EndReason::Completed, RunOutcome::Verified));
+    // The hook's reason reached the model as the next user message.
+    let bodies = fixture.bodies();
+    assert_eq!(bodies.len(), 2, "the hook continued the run once");
+    assert!(bodies[1].to_string().contains("also run the linter"), "{}", bodies[1]);
+    // The checks ran once, as the second round (the hook's block was the first).
+    let rounds: Vec<u32> = events
+        .seen
+        .iter()
+        .filter_map(|event| match event {
+            SessionEvent::VerifyFinished { round, passed: true, .. } => Some(*round),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rounds, vec![2]);
+}
+
+#[tokio::test]
+async fn a_stop_hook_that_always_blocks_uses_up_the_rounds_and_the_run_ends_verify_failed() {
+    let hooks_dir = tempfile::tempdir().unwrap();
+    let mut fixture = Fixture::new(vec![
+        Reply::text("Done."),
+        Reply::text("Done now."),
+        Reply::text("Really done."),
+    ])
+    .await;
+    fixture.env.defaults.hooks = stop_hook(&hooks_dir.path().join("stop.sh"), true);
+    let (session, mut events) = fixture.create(ApprovalPolicy::Yolo).await;
+    let mut params = prompt(&session, "finish the task");
+    params.verify = Some(VerifyRequest::Commands(vec!["true".into()]));
+    session.prompt(params).await.unwrap();
+    events.settled().await;
+
+    assert_eq!(outcome_of(&events.seen), (EndReason::Completed, RunOutcome::VerifyFailed));
+    assert_eq!(fixture.bodies().len(), 3, "two blocked rounds, then the run ended");
+}

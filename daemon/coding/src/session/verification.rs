@@ -90,11 +90,25 @@ impl CodingSession {
     pub(crate) async fn on_stop(&self, stop: StopView<'_>) -> StopDecision {
         // `Stop` hooks run first: a hook that blocks continues the run with its reason, like a
         // failed check, without running the checks this time.
+        // With checks configured, a block counts as a failed round toward `max_rounds`.
         if let Some(reason) = self.stop_hooks(stop.continuations, stop.cancel).await {
-            let rounds = self.run_plans.lock().0.get(stop.run_id).map_or(0, |state| state.rounds);
-            let outcome =
-                if rounds > 0 { RunOutcome::VerifyFailed } else { RunOutcome::Unverified };
-            return StopDecision::Continue { content: vec![ContentBlock::text(reason)], outcome };
+            let mut runs = self.run_plans.lock();
+            let state = runs
+                .0
+                .entry(stop.run_id.to_string())
+                .or_insert_with(|| RunState { plan: None, rounds: 0 });
+            let plan = state.plan.clone().unwrap_or_else(|| self.verify_config().plan(None));
+            if plan.checks.is_empty() {
+                let content = vec![ContentBlock::text(reason)];
+                return StopDecision::Continue { content, outcome: RunOutcome::Unverified };
+            }
+            if state.rounds >= plan.max_rounds {
+                runs.0.remove(stop.run_id);
+                return StopDecision::Finish(RunOutcome::VerifyFailed);
+            }
+            state.rounds += 1;
+            let content = vec![ContentBlock::text(reason)];
+            return StopDecision::Continue { content, outcome: RunOutcome::VerifyFailed };
         }
         let (plan, round) = {
             let mut runs = self.run_plans.lock();
