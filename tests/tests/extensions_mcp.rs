@@ -336,3 +336,47 @@ fn project_servers_need_trust_and_editors_pass_their_own() {
     let server = wait_for_session_server(&env, &id, "editor", |s| s["state"] == "ready");
     assert!(server["tools"].to_string().contains("mcp__editor__echo"), "{server}");
 }
+
+#[test]
+fn a_server_whose_tools_change_is_listed_again_and_the_next_run_offers_the_new_tool() {
+    // The growing-tools server (tests/mcp-servers/growing-tools.mjs) runs on the SDK that
+    // server-everything brings along.
+    if server_script("server-everything").is_none() {
+        return;
+    }
+    let script = servers_dir().join("growing-tools.mjs");
+    let mut env = CliEnv::configured(vec![
+        Reply::tool_call("mcp__grow__add_tool", json!({})),
+        Reply::text("Added."),
+        Reply::tool_call("mcp__grow__added_tool", json!({})),
+        Reply::text("Done."),
+    ]);
+    configure(
+        &env,
+        &format!(
+            "[mcp_servers.grow]\ncommand = \"node\"\nargs = [{}]\n",
+            toml_string(&script.display().to_string())
+        ),
+    );
+    env.daemon.spawn();
+    let server = wait_for_server(&env, "grow", |s| s["state"] == "ready");
+    assert_eq!(server["tools"], json!(["mcp__grow__add_tool"]), "{server}");
+
+    let first = env.run(&["run", "--json", "--approve", "yolo", "grow the server"]);
+    assert_exit(&first, 0);
+    // The server announced its new tool; the daemon listed its tools again.
+    let server = wait_for_server(&env, "grow", |s| {
+        s["tools"].as_array().is_some_and(|tools| tools.len() == 2)
+    });
+    assert!(server["tools"].to_string().contains("mcp__grow__added_tool"), "{server}");
+
+    let second = env.run(&["run", "--json", "--approve", "yolo", "--continue", "use it"]);
+    assert_exit(&second, 0);
+    let requests = env.requests();
+    assert_eq!(requests.len(), 4, "two runs of two requests");
+    assert!(!request_mentions(&requests[0], "mcp__grow__added_tool"));
+    assert!(request_mentions(&requests[2], "mcp__grow__added_tool"));
+    let lines = json_lines(&stdout(&second));
+    let end = events(&lines, "tool_execution_end");
+    assert!(end[0]["result"].to_string().contains("the late tool ran"), "{}", end[0]);
+}
