@@ -408,3 +408,45 @@ async fn every_event_fires_with_its_input_fields_and_is_recorded() {
     let recorded = file.lines().filter(|line| line.contains("\"hook_run\"")).count();
     assert!(recorded >= 10, "{recorded} hook runs recorded");
 }
+
+#[tokio::test]
+async fn user_prompt_submit_hooks_see_steers_and_follow_ups_too() {
+    let dir = tempfile::tempdir().unwrap();
+    let submit = dir.path().join("submit.sh");
+    script(
+        &submit,
+        r#"#!/usr/bin/env bash
+input="$(cat)"
+case "$input" in
+  *secret*) echo "prompts must not carry secrets" >&2; exit 2 ;;
+  *) echo "the build is green" ;;
+esac
+"#,
+    );
+    let mut fx = Fixture::new(vec![Reply::text("first"), Reply::text("second")]).await;
+    fx.env.defaults.hooks = hooks(&format!(
+        "[[UserPromptSubmit]]\n[[UserPromptSubmit.hooks]]\ntype = \"command\"\ncommand = {:?}\n",
+        submit.display().to_string()
+    ));
+    let (session, mut events) = fx.create(ApprovalPolicy::Yolo).await;
+
+    let refused = session.follow_up("here is my secret".into(), Vec::new()).await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::ApprovalDenied, "{refused}");
+    assert!(refused.to_string().contains("must not carry secrets"), "{refused}");
+    let refused = session.steer("another secret".into(), Vec::new()).await.unwrap_err();
+    assert_eq!(refused.kind(), ErrorKind::ApprovalDenied, "{refused}");
+
+    // A follow-up that passes starts a run (the session is idle) carrying the hook's context.
+    let queued = session.follow_up("carry on".into(), Vec::new()).await.unwrap();
+    assert!(queued.started_run);
+    events.settled().await;
+    let first_user = session
+        .messages()
+        .iter()
+        .find(|message| matches!(message, Message::User(_)))
+        .map(text_of)
+        .unwrap();
+    assert!(first_user.contains("carry on"), "{first_user}");
+    assert!(first_user.contains("the build is green"), "{first_user}");
+    assert!(!session.messages().iter().map(text_of).any(|text| text.contains("secret")));
+}

@@ -175,7 +175,7 @@ async fn a_busy_prompt_can_steer_or_follow_up() {
     let mut steer = prompt(&session, "also this");
     steer.when_busy = Some(BusyBehavior::Steer);
     assert_eq!(session.prompt(steer).await.unwrap().disposition, PromptDisposition::Steered);
-    let queued = session.follow_up("then this".into(), Vec::new()).unwrap();
+    let queued = session.follow_up("then this".into(), Vec::new()).await.unwrap();
     assert!(!queued.started_run);
     assert_eq!(session.queues().follow_up.len(), 1);
     events.settled().await;

@@ -45,7 +45,7 @@ pub async fn steer(
 ) -> Result<QueueMessageResult, RpcError> {
     check_images(&params.images)?;
     let loaded = session(&connection, &params.session_id).await?;
-    loaded.session.steer(params.text, params.images).map_err(coding_error)
+    loaded.session.steer(params.text, params.images).await.map_err(coding_error)
 }
 
 /// `session/follow_up`.
@@ -55,7 +55,7 @@ pub async fn follow_up(
 ) -> Result<QueueMessageResult, RpcError> {
     check_images(&params.images)?;
     let loaded = session(&connection, &params.session_id).await?;
-    loaded.session.follow_up(params.text, params.images).map_err(coding_error)
+    loaded.session.follow_up(params.text, params.images).await.map_err(coding_error)
 }
 
 /// `session/cancel`.

@@ -517,14 +517,7 @@ impl CodingSession {
     /// it or queues the prompt as a follow-up. Returns at once; progress arrives as events.
     pub async fn prompt(&self, params: PromptParams) -> Result<PromptResult, CodingError> {
         self.wait_for_mcp_startup().await;
-        let hook_context =
-            self.prompt_hooks(&params.text).await.map_err(CodingError::BlockedByHook)?;
-        let mut content = user_content(params.text, params.images)?;
-        for context in self.take_hook_context().into_iter().chain(hook_context) {
-            content.push(ContentBlock::text(format!(
-                "\n\n<hook-context>\n{context}\n</hook-context>"
-            )));
-        }
+        let content = self.submitted_content(params.text, params.images).await?;
         let limits = self.run_limits()?.with_overrides(&params.limits);
         // Held until the run's checks are registered, so its first stop finds them.
         let mut plans = self.run_plans.lock();
@@ -539,27 +532,45 @@ impl CodingSession {
     }
 
     /// Queues a message delivered after the current tool batch; starts a run when idle.
-    pub fn steer(
+    pub async fn steer(
         &self,
         text: String,
         images: Vec<ContentBlock>,
     ) -> Result<QueueMessageResult, CodingError> {
+        let content = self.submitted_content(text, images).await?;
         let limits = Some(self.run_limits()?);
-        let receipt =
-            self.submit(user_content(text, images)?, limits, Some(BusyBehavior::Steer))?;
+        let receipt = self.submit(content, limits, Some(BusyBehavior::Steer))?;
         Ok(queue_result(receipt))
     }
 
     /// Queues a message that starts a run after the current one; starts a run when idle.
-    pub fn follow_up(
+    pub async fn follow_up(
         &self,
         text: String,
         images: Vec<ContentBlock>,
     ) -> Result<QueueMessageResult, CodingError> {
-        let content = user_content(text, images)?;
+        let content = self.submitted_content(text, images).await?;
         let limits = Some(self.run_limits()?);
         let receipt = self.submit(content, limits, Some(BusyBehavior::FollowUp))?;
         Ok(queue_result(receipt))
+    }
+
+    /// What the user submitted (a prompt, a steer or a follow-up) as the message content, once
+    /// the `UserPromptSubmit` hooks let it through: their context (and what `SessionStart`
+    /// hooks left for the next prompt) is added to it.
+    async fn submitted_content(
+        &self,
+        text: String,
+        images: Vec<ContentBlock>,
+    ) -> Result<Vec<ContentBlock>, CodingError> {
+        let hook_context = self.prompt_hooks(&text).await.map_err(CodingError::BlockedByHook)?;
+        let mut content = user_content(text, images)?;
+        for context in self.take_hook_context().into_iter().chain(hook_context) {
+            content.push(ContentBlock::text(format!(
+                "\n\n<hook-context>\n{context}\n</hook-context>"
+            )));
+        }
+        Ok(content)
     }
 
     /// Hands user input to the harness, refusing while an operation keeps the session busy or
