@@ -337,6 +337,9 @@ impl CodingSession {
         }
         // The request follows the events of the reply that made the call.
         self.pump.catch_up().await;
+        // Whether anyone could answer is decided before the request goes out: an approver who
+        // leaves after seeing it is covered by the grace period below, not refused at once.
+        let approver_present = self.gate.has_approver();
         let (request_id, answer) = self.approvals.open(&call.tool_name);
         self.emit(SessionEvent::ApprovalRequested {
             request_id: request_id.clone(),
@@ -345,7 +348,7 @@ impl CodingSession {
             arguments: arguments.clone(),
             reason,
         });
-        if !self.gate.has_approver() {
+        if !approver_present {
             if self.approvals.withdraw(&request_id) {
                 self.emit(SessionEvent::ApprovalResolved {
                     request_id,
