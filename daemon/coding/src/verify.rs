@@ -374,16 +374,21 @@ mod tests {
         assert_eq!(verdict(&passed, 1, 2), RoundVerdict::Finish(RunOutcome::Verified));
     }
 
+    /// A runner in `dir` with the bash tool's defaults.
+    fn runner_in(dir: &std::path::Path) -> CheckRunner {
+        CheckRunner {
+            cwd: dir.to_path_buf(),
+            shell: None,
+            output_dir: dir.join("out"),
+            spill: crate::tools::spill::SpillLimits::default(),
+            hidden_env: Vec::new(),
+        }
+    }
+
     #[tokio::test]
     async fn a_round_stops_at_the_first_failure() {
         let dir = tempfile::tempdir().unwrap();
-        let runner = CheckRunner {
-            cwd: dir.path().to_path_buf(),
-            shell: None,
-            output_dir: dir.path().join("out"),
-            spill: crate::tools::spill::SpillLimits::default(),
-            hidden_env: Vec::new(),
-        };
+        let runner = runner_in(dir.path());
         let checks = vec![
             Check { command: "echo first".into(), timeout: Duration::from_secs(30) },
             Check { command: "echo broken >&2; exit 3".into(), timeout: Duration::from_secs(30) },
@@ -402,13 +407,7 @@ mod tests {
     #[tokio::test]
     async fn a_check_that_outlives_its_timeout_fails() {
         let dir = tempfile::tempdir().unwrap();
-        let runner = CheckRunner {
-            cwd: dir.path().to_path_buf(),
-            shell: None,
-            output_dir: dir.path().join("out"),
-            spill: crate::tools::spill::SpillLimits::default(),
-            hidden_env: Vec::new(),
-        };
+        let runner = runner_in(dir.path());
         let checks =
             vec![Check { command: "sleep 30".into(), timeout: Duration::from_millis(200) }];
         let report = runner.run_round(&checks, &CancellationToken::new(), |_| {}).await;

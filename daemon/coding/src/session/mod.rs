@@ -161,7 +161,7 @@ impl Drop for OperationGuard<'_> {
 pub struct CodingSession {
     id: String,
     cwd: String,
-    env: Mutex<CodingEnvironment>,
+    env: Mutex<Arc<CodingEnvironment>>,
     harness: Harness,
     journal: Arc<Journal>,
     pump: EventPump,
@@ -342,7 +342,7 @@ impl CodingSession {
             CodingSession {
                 id,
                 cwd,
-                env: Mutex::new(env),
+                env: Mutex::new(Arc::new(env)),
                 harness,
                 journal,
                 pump,
@@ -380,8 +380,8 @@ impl CodingSession {
     }
 
     /// The daemon-wide environment as of now (a configuration reload replaces it).
-    fn env(&self) -> CodingEnvironment {
-        lock(&self.env).clone()
+    fn env(&self) -> Arc<CodingEnvironment> {
+        Arc::clone(&lock(&self.env))
     }
 
     /// Puts a reloaded configuration in force: providers and models (the session's model is
@@ -389,7 +389,8 @@ impl CodingSession {
     /// and the variables hidden from tools. Applies from the next request.
     pub fn reconfigure(&self, env: CodingEnvironment) {
         let hidden_changed = env.defaults.bash != lock(&self.env).defaults.bash;
-        *lock(&self.env) = env.clone();
+        let env = Arc::new(env);
+        *lock(&self.env) = Arc::clone(&env);
         self.harness.set_limits(env.defaults.limits.clone());
         if hidden_changed {
             let context = {
