@@ -29,7 +29,7 @@ step "installing npm packages"
 (cd "$editors" && npm ci --no-audit --no-fund --loglevel=error) || exit 1
 
 step "compiling the VS Code extension"
-(cd "$editors/vscode" && ../node_modules/.bin/tsc -p .) || failed+=("vscode tsc")
+(cd "$editors/vscode" && npm run --silent compile) || failed+=("vscode compile")
 
 step "ACP adapter and VS Code protocol client (node --test)"
 (cd "$editors" && node --test --test-concurrency=1 acp/ vscode/test/) || failed+=("node tests")

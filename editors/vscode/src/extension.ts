@@ -1,16 +1,19 @@
 // The rein VS Code extension: commands to prompt, attach, steer, cancel and pick a session,
-// a chat view that streams the attached session, and approvals as notifications. Files the
+// a chat view that streams the attached session with its approvals, a diff view for proposed
+// edits, and a status bar item with the model and what the session has spent. Files the
 // agent writes are reloaded by VS Code's own file watcher, so no hook is needed for that.
 
 import * as vscode from "vscode";
+import { Approvals } from "./approvals";
 import { ChatViewProvider } from "./chatView";
-import { ReinClient, SessionEvent } from "./protocol";
+import { ApprovalDecision, ReinClient } from "./protocol";
 import { AttachedSession, SessionHooks } from "./session";
-import { toolTitle } from "./transcript";
 
 let client: ReinClient | undefined;
 let session: AttachedSession | undefined;
 let chat: ChatViewProvider;
+let approvals: Approvals;
+let statusItem: vscode.StatusBarItem;
 
 /** The daemon connection, through `rein stdio` (which starts the daemon when needed). */
 async function connection(): Promise<ReinClient> {
@@ -21,6 +24,8 @@ async function connection(): Promise<ReinClient> {
     if (client === fresh) {
       client = undefined;
       session = undefined;
+      void approvals.clear();
+      statusItem.text = "rein: disconnected";
       chat.show([], "disconnected");
     }
   });
@@ -37,32 +42,45 @@ function projectDir(): string | undefined {
   return folder?.uri.fsPath;
 }
 
+/** "model · tokens · cost", e.g. `anthropic/claude-sonnet-4-5 · 4.7k tokens · $0.0059`. */
+function spending(target: AttachedSession): string {
+  const { model, totalTokens, cost } = target.status;
+  const tokens = totalTokens >= 1000 ? `${(totalTokens / 1000).toFixed(1)}k` : `${totalTokens}`;
+  return `${model} · ${tokens} tokens · $${cost.toFixed(4)}`;
+}
+
 const hooks: SessionHooks = {
   onChange(changed) {
+    if (session && changed !== session) return;
     const state = changed.transcript.running ? "running" : "idle";
-    chat.show([...changed.transcript.items], `${changed.sessionId.slice(0, 13)} · ${state}`);
+    chat.show(
+      [...changed.transcript.items],
+      `${changed.sessionId.slice(0, 13)} · ${state} · ${spending(changed)}`,
+    );
+    statusItem.text = `$(${changed.transcript.running ? "sync~spin" : "comment-discussion"}) rein: ${spending(changed)}`;
+    statusItem.show();
   },
-  onApproval(changed, request: SessionEvent) {
-    void askApproval(changed, request);
+  onApproval(changed, request) {
+    chat.reveal();
+    void approvals.add(changed, request);
+  },
+  onApprovalResolved(_changed, requestId) {
+    void approvals.resolved(requestId);
   },
 };
 
-async function askApproval(target: AttachedSession, request: SessionEvent): Promise<void> {
-  const title = toolTitle(request.tool_name as string, request.arguments);
-  const choice = await vscode.window.showWarningMessage(
-    `rein wants to run ${title}: ${request.reason as string}`,
-    "Allow once",
-    "Allow for session",
-    "Deny",
-  );
-  const decision =
-    choice === "Allow once" ? "allow_once" : choice === "Allow for session" ? "allow_session" : "deny";
-  const taken = await target.respond(request.request_id as string, decision);
-  if (!taken) void vscode.window.showInformationMessage("Another client answered that approval.");
+/** Answers an approval of the attached session (from the chat's buttons). */
+async function respond(requestId: string, decision: ApprovalDecision): Promise<void> {
+  if (!session) return;
+  const taken = await session.respond(requestId, decision);
+  if (!taken) void vscode.window.showInformationMessage("rein: another client answered that approval.");
+  await approvals.resolved(requestId);
 }
 
 async function attach(sessionId: string): Promise<void> {
   await session?.detach();
+  await approvals.clear();
+  session = undefined;
   session = await AttachedSession.attach(await connection(), sessionId, hooks);
 }
 
@@ -89,10 +107,10 @@ function editorContext(): string {
   return `\n\nContext from ${file}:\n\`\`\`\n${document.getText()}\n\`\`\``;
 }
 
-function command(run: () => Promise<void>): () => Promise<void> {
-  return async () => {
+function command<A extends unknown[]>(run: (...args: A) => Promise<void>): (...args: A) => Promise<void> {
+  return async (...args: A) => {
     try {
-      await run();
+      await run(...args);
     } catch (error) {
       void vscode.window.showErrorMessage(`rein: ${(error as Error).message}`);
     }
@@ -101,9 +119,27 @@ function command(run: () => Promise<void>): () => Promise<void> {
 
 /** Registers the commands and the chat view. */
 export function activate(context: vscode.ExtensionContext): void {
-  chat = new ChatViewProvider();
+  chat = new ChatViewProvider(context.extensionUri, {
+    respond: (requestId, decision) => void respond(requestId, decision),
+    showDiff: (requestId) => void approvals.showDiff(requestId),
+  });
+  approvals = new Approvals();
+  statusItem = vscode.window.createStatusBarItem(vscode.StatusBarAlignment.Left, 101);
+  statusItem.command = "rein.chat.focus";
   context.subscriptions.push(
-    vscode.window.registerWebviewViewProvider(ChatViewProvider.viewId, chat),
+    approvals,
+    statusItem,
+    vscode.window.registerWebviewViewProvider(ChatViewProvider.viewId, chat, {
+      webviewOptions: { retainContextWhenHidden: true },
+    }),
+    vscode.commands.registerCommand(
+      "rein.allowProposed",
+      command((uri?: vscode.Uri) => approvals.answer("allow_once", uri)),
+    ),
+    vscode.commands.registerCommand(
+      "rein.denyProposed",
+      command((uri?: vscode.Uri) => approvals.answer("deny", uri)),
+    ),
     vscode.commands.registerCommand(
       "rein.prompt",
       command(async () => {

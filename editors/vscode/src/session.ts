@@ -19,6 +19,32 @@ export interface SessionHooks {
   onApproval(session: AttachedSession, request: SessionEvent): void;
   /** A tool changed a file (write or edit finished); `path` as the tool was given it. */
   onFileChanged?(session: AttachedSession, path: string): void;
+  /** An approval was answered (by any client) or expired. */
+  onApprovalResolved?(session: AttachedSession, requestId: string): void;
+}
+
+/** What the status line shows: the model and what the session has spent so far. */
+export interface SessionStatus {
+  /** `provider/model`. */
+  model: string;
+  /** Tokens of every request so far. */
+  totalTokens: number;
+  /** Cost so far in US dollars. */
+  cost: number;
+  /** Estimated tokens the next request sends, and the model's window. */
+  contextTokens?: number;
+  contextWindow?: number;
+}
+
+function statusOf(state: SessionState): SessionStatus {
+  const usage = state.usage as { total_tokens?: number; cost?: { total?: number } } | undefined;
+  return {
+    model: `${state.model.provider}/${state.model.model}`,
+    totalTokens: usage?.total_tokens ?? 0,
+    cost: usage?.cost?.total ?? 0,
+    contextTokens: state.context_tokens as number | undefined,
+    contextWindow: state.context_window as number | undefined,
+  };
 }
 
 /** One session followed by the editor. */
@@ -27,13 +53,17 @@ export class AttachedSession {
   /** Arguments of the tool calls executing now, so a finished write or edit names its file. */
   private readonly toolArgs = new Map<string, Record<string, unknown>>();
   private subscription?: string;
+  /** Model and spending, refreshed after every run and model change. */
+  status: SessionStatus;
   private settledWaiters: Array<() => void> = [];
 
   private constructor(
     readonly client: ReinClient,
     readonly state: SessionState,
     private readonly hooks: SessionHooks,
-  ) {}
+  ) {
+    this.status = statusOf(state);
+  }
 
   /** The session id. */
   get sessionId(): string {
@@ -78,6 +108,7 @@ export class AttachedSession {
     });
     this.transcript.load(history.messages, history.last_seq);
     this.transcript.running = current.running;
+    this.status = statusOf(current);
     this.subscription = await this.client.subscribe(this.sessionId, history.last_seq, (item) =>
       this.receive(item),
     );
@@ -103,10 +134,27 @@ export class AttachedSession {
       const changesFile = ["write", "edit"].includes(event.tool_name as string);
       if (changesFile && typeof args?.path === "string") this.hooks.onFileChanged?.(this, args.path);
     }
+    if (event.kind === "approval_resolved") {
+      this.hooks.onApprovalResolved?.(this, event.request_id as string);
+    }
+    if (event.kind === "agent_end" || event.kind === "model_changed") void this.refreshStatus();
     if (event.kind === "settled") {
       for (const waiter of this.settledWaiters.splice(0)) waiter();
     }
     if (changed) this.hooks.onChange(this);
+  }
+
+  /** Reads the session's model and usage again (`session/state`). */
+  private async refreshStatus(): Promise<void> {
+    try {
+      const current = await this.client.call<SessionState>("session/state", {
+        session_id: this.sessionId,
+      });
+      this.status = statusOf(current);
+      this.hooks.onChange(this);
+    } catch {
+      // The connection closed; the extension shows that through its close handler.
+    }
   }
 
   /** Sends a prompt (queued as a follow-up when the session is running); returns the run id. */

@@ -3,6 +3,9 @@
 
 import { SessionEvent } from "./protocol";
 
+/** Where a tool call is: proposed, waiting for approval, approved, running, finished. */
+export type ToolStatus = "pending" | "waiting" | "approved" | "denied" | "running" | "done" | "failed";
+
 /** One thing shown in the chat. */
 export type ChatItem =
   | { type: "user"; text: string }
@@ -12,10 +15,22 @@ export type ChatItem =
       id: string;
       name: string;
       title: string;
-      status: "pending" | "running" | "done" | "failed";
+      /** `waiting` while an approval for it is open. */
+      status: ToolStatus;
       output: string;
+      /** The exit code a command tool reported (`details.exitCode`). */
+      exitCode?: number;
     }
-  | { type: "approval"; requestId: string; title: string; reason: string; decision?: string }
+  | {
+      type: "approval";
+      requestId: string;
+      toolCallId: string;
+      toolName: string;
+      title: string;
+      reason: string;
+      /** Who answered and how, once answered (here or by another client). */
+      decision?: string;
+    }
   | { type: "notice"; text: string };
 
 interface ContentBlock {
@@ -32,6 +47,13 @@ interface Message {
   content: ContentBlock[];
   tool_call_id?: string;
   is_error?: boolean;
+  details?: unknown;
+}
+
+/** The exit code in a tool result's `details` (`exitCode`, as `bash` reports it). */
+function exitCodeOf(details: unknown): number | undefined {
+  const code = (details as Record<string, unknown> | null | undefined)?.exitCode;
+  return typeof code === "number" ? code : undefined;
 }
 
 /** A one-line title for a tool call: the tool and its main argument. */
@@ -68,7 +90,7 @@ export class Transcript {
         const assistant = this.startAssistant();
         for (const block of message.content) this.addBlock(assistant, block);
       } else if (message.role === "tool_result") {
-        this.finishTool(message.tool_call_id ?? "", message.content, message.is_error ?? false);
+        this.finishTool(message.tool_call_id ?? "", message);
       }
     }
     this.lastSeq = lastSeq;
@@ -102,23 +124,36 @@ export class Transcript {
         return true;
       }
       case "tool_execution_end": {
-        const result = event.result as Message;
-        return this.finishTool(event.tool_call_id as string, result.content, !!result.is_error);
+        return this.finishTool(event.tool_call_id as string, event.result as Message);
       }
-      case "approval_requested":
-        this.items.push({
+      case "approval_requested": {
+        // The approval goes right before the call it gates, so the chat reads in order:
+        // the request, its answer, then the tool's output.
+        const toolCallId = event.tool_call_id as string;
+        const approval: ChatItem = {
           type: "approval",
           requestId: event.request_id as string,
+          toolCallId,
+          toolName: event.tool_name as string,
           title: toolTitle(event.tool_name as string, event.arguments),
           reason: event.reason as string,
-        });
+        };
+        const tool = this.tool(toolCallId);
+        if (tool) {
+          tool.status = "waiting";
+          this.items.splice(this.items.indexOf(tool), 0, approval);
+        } else {
+          this.items.push(approval);
+        }
         return true;
+      }
       case "approval_resolved": {
-        const approval = this.items.find(
-          (item) => item.type === "approval" && item.requestId === event.request_id,
-        );
-        if (approval?.type !== "approval") return false;
-        approval.decision = `${event.decision as string} (${event.resolved_by as string})`;
+        const approval = this.approval(event.request_id as string);
+        if (!approval) return false;
+        const decision = event.decision as string;
+        approval.decision = `${decision} (${event.resolved_by as string})`;
+        const tool = this.tool(approval.toolCallId);
+        if (tool?.status === "waiting") tool.status = decision === "deny" ? "denied" : "approved";
         return true;
       }
       case "agent_end": {
@@ -144,8 +179,10 @@ export class Transcript {
             return `> ${item.text}`;
           case "assistant":
             return item.text;
-          case "tool":
-            return `[${item.status}] ${item.title}${item.output ? `\n${item.output}` : ""}`;
+          case "tool": {
+            const exit = item.exitCode === undefined ? "" : ` (exit ${item.exitCode})`;
+            return `[${item.status}] ${item.title}${exit}${item.output ? `\n${item.output}` : ""}`;
+          }
           case "approval":
             return `? ${item.title}: ${item.decision ?? "waiting"}`;
           case "notice":
@@ -153,6 +190,12 @@ export class Transcript {
         }
       })
       .join("\n");
+  }
+
+  /** The approval item of `requestId`. */
+  approval(requestId: string): Extract<ChatItem, { type: "approval" }> | undefined {
+    const found = this.items.find((item) => item.type === "approval" && item.requestId === requestId);
+    return found?.type === "approval" ? found : undefined;
   }
 
   private startAssistant(): Extract<ChatItem, { type: "assistant" }> {
@@ -206,11 +249,12 @@ export class Transcript {
     return true;
   }
 
-  private finishTool(id: string, content: ContentBlock[], isError: boolean): boolean {
+  private finishTool(id: string, result: Message): boolean {
     const tool = this.tool(id);
     if (!tool) return false;
-    tool.status = isError ? "failed" : "done";
-    tool.output = textOf(content);
+    tool.status = result.is_error ? "failed" : "done";
+    tool.output = textOf(result.content);
+    tool.exitCode = exitCodeOf(result.details);
     return true;
   }
 }

@@ -20,7 +20,7 @@ test("a run with text, a tool call and an approval folds into chat items", () =>
     { kind: "approval_resolved", request_id: "ap-1", decision: "allow_once", resolved_by: "rein.vscode" },
     { kind: "tool_execution_start", tool_call_id: "c1", tool_name: "bash", arguments: { command: "make" } },
     { kind: "tool_execution_update", tool_call_id: "c1", tool_name: "bash", content: [{ type: "text", text: "ok\n" }] },
-    { kind: "tool_execution_end", tool_call_id: "c1", tool_name: "bash", result: { tool_call_id: "c1", tool_name: "bash", content: [{ type: "text", text: "ok\nexit 0" }], is_error: false } },
+    { kind: "tool_execution_end", tool_call_id: "c1", tool_name: "bash", result: { tool_call_id: "c1", tool_name: "bash", content: [{ type: "text", text: "ok\nexit 0" }], details: { exitCode: 0 }, is_error: false } },
     { kind: "agent_end", run_id: "r1", reason: "completed", usage: {}, turns: 1 },
     { kind: "settled" },
   ];
@@ -28,7 +28,7 @@ test("a run with text, a tool call and an approval folds into chat items", () =>
   assert.equal(transcript.running, false);
   assert.equal(
     transcript.toText(),
-    ["> fix", "Running tests.", "[done] bash make\nok\nexit 0", "? bash make: allow_once (rein.vscode)", "-- run completed"].join("\n"),
+    ["> fix", "Running tests.", "? bash make: allow_once (rein.vscode)", "[done] bash make (exit 0)\nok\nexit 0", "-- run completed"].join("\n"),
   );
   assert.equal(transcript.items[1].thinking, "look");
 });
@@ -53,4 +53,28 @@ test("history loads tool calls with their results", () => {
   );
   assert.equal(transcript.toText(), "> read it\n\n[failed] read a.txt\nnope");
   assert.equal(toolTitle("grep", { pattern: "TODO" }), "grep TODO");
+});
+
+test("a tool waits while its approval is open and the approval stays before its output", () => {
+  const transcript = new Transcript();
+  const call = { id: "c1", name: "bash", arguments: { command: "ls" } };
+  transcript.apply({ kind: "message_start", message: { role: "assistant", content: [] } }, 1);
+  transcript.apply(delta({ type: "tool_call_end", index: 0, call }), 2);
+  transcript.apply({ kind: "approval_requested", request_id: "ap-1", tool_call_id: "c1", tool_name: "bash", arguments: call.arguments, reason: "asks" }, 3);
+  assert.equal(transcript.toText(), "\n? bash ls: waiting\n[waiting] bash ls");
+  transcript.apply({ kind: "approval_resolved", request_id: "ap-1", decision: "allow_once", resolved_by: "other" }, 4);
+  assert.equal(transcript.toText(), "\n? bash ls: allow_once (other)\n[approved] bash ls");
+  transcript.apply({ kind: "tool_execution_start", tool_call_id: "c1", tool_name: "bash", arguments: call.arguments }, 5);
+  transcript.apply({ kind: "tool_execution_update", tool_call_id: "c1", tool_name: "bash", content: [{ type: "text", text: "a.txt\n" }] }, 6);
+  assert.equal(transcript.toText(), "\n? bash ls: allow_once (other)\n[running] bash ls\na.txt\n");
+  transcript.apply({ kind: "tool_execution_end", tool_call_id: "c1", tool_name: "bash", result: { content: [{ type: "text", text: "a.txt" }], details: { exitCode: 2 }, is_error: true } }, 7);
+  assert.equal(transcript.toText(), "\n? bash ls: allow_once (other)\n[failed] bash ls (exit 2)\na.txt");
+});
+
+test("a denied approval marks its tool denied", () => {
+  const transcript = new Transcript();
+  transcript.apply(delta({ type: "tool_call_end", index: 0, call: { id: "c2", name: "write", arguments: { path: "x" } } }), 1);
+  transcript.apply({ kind: "approval_requested", request_id: "ap-2", tool_call_id: "c2", tool_name: "write", arguments: { path: "x" }, reason: "asks" }, 2);
+  transcript.apply({ kind: "approval_resolved", request_id: "ap-2", decision: "deny", resolved_by: "rein.nvim" }, 3);
+  assert.equal(transcript.items.find((item) => item.type === "tool").status, "denied");
 });
