@@ -48,3 +48,23 @@ end, { desc = "Cancel rein's run" })
 vim.api.nvim_create_user_command("ReinChat", function()
   require("rein.chat").open()
 end, { desc = "Show the rein chat" })
+
+local decisions = { "allow_once", "allow_session", "deny" }
+
+vim.api.nvim_create_user_command("ReinApprove", function(opts)
+  local decision = opts.args ~= "" and opts.args or "allow_once"
+  if not vim.tbl_contains(decisions, decision) then
+    return vim.notify("rein: answer with one of " .. table.concat(decisions, ", "), vim.log.levels.ERROR)
+  end
+  rein().approve(decision)
+end, {
+  nargs = "?",
+  complete = function()
+    return decisions
+  end,
+  desc = "Answer the oldest waiting rein approval (allow_once, allow_session or deny)",
+})
+
+vim.api.nvim_create_user_command("ReinApproval", function()
+  require("rein.approval").focus()
+end, { desc = "Show and focus the waiting rein approval" })

@@ -1,9 +1,11 @@
 -- rein for Neovim: prompt with the selection or buffer as context, attach to a session, steer,
--- cancel, pick a session; a chat buffer that streams the run; approvals through
--- vim.ui.select; buffers the agent wrote or edited are reloaded (:checktime).
+-- cancel, pick a session; a chat buffer that streams the run (thinking folded); approvals in
+-- a floating window that does not block (with a diff tab for edits) and closes when anyone
+-- answers; buffers the agent wrote or edited are reloaded (:checktime).
 --
 -- It talks to the daemon through `rein stdio` (see docs/editors.md). Neovim 0.7 or later.
 
+local approval = require("rein.approval")
 local chat = require("rein.chat")
 local rpc = require("rein.rpc")
 
@@ -12,24 +14,46 @@ local M = {}
 local config = { cmd = { "rein", "stdio" } }
 
 -- The connection and the attached session.
-local state = { client = nil, session_id = nil, subscription = nil, running = false }
+local state = { client = nil, session_id = nil, subscription = nil, running = false, cwd = nil }
 
 --- Options: `cmd`, the command that bridges to the daemon (default { "rein", "stdio" }).
 function M.setup(opts)
   config = vim.tbl_extend("force", config, opts or {})
 end
 
+--- The configured bridge command (for :checkhealth).
+function M.command()
+  return config.cmd
+end
+
 local function fail(what, err)
   vim.notify(string.format("rein: %s: %s", what, err.message or vim.inspect(err)), vim.log.levels.ERROR)
 end
 
+--- The connection, started on first use; nil (after telling the user why) when the bridge
+--- command cannot run.
 local function client()
   if state.client then
     return state.client
   end
-  local c = rpc.start(config.cmd, function()
+  if vim.fn.executable(config.cmd[1]) ~= 1 then
+    vim.notify(
+      string.format(
+        "rein: `%s` was not found on PATH. Install rein, or point setup({ cmd = { \"/path/to/rein\", \"stdio\" } }) at it. :checkhealth rein tells more.",
+        config.cmd[1]
+      ),
+      vim.log.levels.ERROR
+    )
+    return nil
+  end
+  local started, c = pcall(rpc.start, config.cmd, function()
     state.client, state.session_id, state.subscription = nil, nil, nil
+    vim.schedule(approval.clear)
   end)
+  if not started then
+    vim.notify("rein: " .. tostring(c), vim.log.levels.ERROR)
+    return nil
+  end
   local err = c:call_sync("initialize", {
     client_name = "rein.nvim",
     client_version = "0.1.0",
@@ -38,38 +62,32 @@ local function client()
   })
   if err then
     c:close()
-    error("rein: initialize failed: " .. (err.message or "?"))
+    vim.notify("rein: initialize failed: " .. (err.message or "?"), vim.log.levels.ERROR)
+    return nil
   end
   state.client = c
   return c
 end
 
-local decisions = {
-  { label = "Allow once", decision = "allow_once" },
-  { label = "Allow this tool for the session", decision = "allow_session" },
-  { label = "Deny", decision = "deny" },
-}
-
-local function ask_approval(session_id, event)
-  local title = chat.tool_title(event.tool_name, event.arguments)
-  vim.ui.select(decisions, {
-    prompt = string.format("rein wants to run %s (%s)", title, event.reason),
-    format_item = function(item)
-      return item.label
-    end,
-  }, function(choice)
-    local decision = choice and choice.decision or "deny"
-    client():call("approval/respond", {
-      session_id = session_id,
-      request_id = event.request_id,
-      decision = decision,
-    }, function(err)
-      if err and err.kind ~= "approval_not_found" then
-        fail("approval", err)
-      end
-    end)
+approval.on_respond(function(session_id, request_id, decision)
+  local c = client()
+  if not c then
+    return
+  end
+  c:call("approval/respond", {
+    session_id = session_id,
+    request_id = request_id,
+    decision = decision,
+  }, function(err)
+    if err and err.kind == "approval_not_found" then
+      -- Another client answered first; its approval_resolved closes the float.
+      vim.notify("rein: another client answered that approval")
+      approval.resolved(request_id)
+    elseif err then
+      fail("approval", err)
+    end
   end)
-end
+end)
 
 local file_tools = { write = true, edit = true }
 
@@ -87,7 +105,9 @@ local function on_item(session_id, item)
   elseif event.kind == "settled" then
     state.running = false
   elseif event.kind == "approval_requested" then
-    ask_approval(session_id, event)
+    approval.add(session_id, event, state.cwd)
+  elseif event.kind == "approval_resolved" then
+    approval.resolved(event.request_id)
   elseif event.kind == "tool_execution_end" and file_tools[event.tool_name] then
     vim.cmd("checktime")
   end
@@ -95,6 +115,10 @@ end
 
 local function follow(session_id, after_seq)
   local c = client()
+  if not c then
+    return false
+  end
+  approval.clear()
   if state.subscription then
     c:unsubscribe(state.subscription)
     state.subscription = nil
@@ -121,6 +145,9 @@ end
 --- Attaches to a session: shows its history in the chat, then streams its events.
 function M.attach(session_id)
   local c = client()
+  if not c then
+    return
+  end
   local err, opened = c:call_sync("session/open", { session_id = session_id })
   if err then
     return fail("attach", err)
@@ -135,6 +162,7 @@ function M.attach(session_id)
   chat.lines({ "# rein session " .. session_id, "" })
   chat.history(history.messages)
   state.running = opened.running
+  state.cwd = opened.cwd
   follow(session_id, history.last_seq)
   chat.open()
 end
@@ -143,13 +171,18 @@ local function ensure_session()
   if state.session_id then
     return state.session_id
   end
-  local err, created = client():call_sync("session/create", { cwd = vim.fn.getcwd() })
+  local c = client()
+  if not c then
+    return nil
+  end
+  local err, created = c:call_sync("session/create", { cwd = vim.fn.getcwd() })
   if err then
     fail("create session", err)
     return nil
   end
   chat.clear()
   chat.lines({ "# rein session " .. created.session_id, "" })
+  state.cwd = created.cwd
   follow(created.session_id, created.last_seq)
   chat.open()
   return created.session_id
@@ -212,7 +245,11 @@ end
 
 --- Lists the working directory's sessions and attaches to the one picked.
 function M.pick()
-  local err, listed = client():call_sync("session/list", { cwd = vim.fn.getcwd() })
+  local c = client()
+  if not c then
+    return
+  end
+  local err, listed = c:call_sync("session/list", { cwd = vim.fn.getcwd() })
   if err then
     return fail("list sessions", err)
   end
@@ -229,6 +266,11 @@ function M.pick()
   end)
 end
 
+--- Answers the oldest open approval: `decision` is allow_once, allow_session or deny.
+function M.approve(decision)
+  approval.answer(decision)
+end
+
 --- The attached session's id, and whether it runs.
 function M.status()
   return { session_id = state.session_id, running = state.running }
@@ -239,6 +281,7 @@ function M.stop()
   if state.client then
     state.client:close()
   end
+  approval.clear()
   state.client, state.session_id, state.subscription = nil, nil, nil
 end
 
