@@ -287,3 +287,58 @@ test("initialize, new session, a permission round trip, cancel, modes and load",
     assert.equal(result.update.status, "completed");
   });
 });
+
+test("slash commands are announced and run as daemon calls", async () => {
+  const watcher = await ReinClient.connectSocket(fixture.socket);
+  await watcher.initialize("watcher", false);
+  let sessionId;
+  await withAgent(async (ctx, editor) => {
+    await initialize(ctx);
+    const created = await ctx.request(methods.agent.session.new, { cwd: fixture.project, mcpServers: [] });
+    sessionId = created.sessionId;
+    await until(
+      () => editor.updates.some((u) => u.update.sessionUpdate === "available_commands_update"),
+      "available_commands_update",
+    );
+    const announced = editor.updates.find((u) => u.update.sessionUpdate === "available_commands_update");
+    assert.equal(announced.sessionId, sessionId);
+    assert.deepEqual(
+      announced.update.availableCommands.map((c) => c.name),
+      ["compact", "undo", "rename", "model", "thinking"],
+    );
+    assert.equal(announced.update.availableCommands.find((c) => c.name === "rename").input.hint, "new name");
+
+    const renamed = await ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "/rename slash named" }],
+    });
+    assert.equal(renamed.stopReason, "end_turn");
+    assert.equal(text(editor.updates, "agent_message_chunk"), 'Renamed the session to "slash named".');
+    const thinking = await ctx.request(methods.agent.session.prompt, {
+      sessionId,
+      prompt: [{ type: "text", text: "/thinking high" }],
+    });
+    assert.equal(thinking.stopReason, "end_turn");
+    await assert.rejects(
+      ctx.request(methods.agent.session.prompt, { sessionId, prompt: [{ type: "text", text: "/thinking loud" }] }),
+      /usage: \/thinking/,
+    );
+  });
+  const state = await watcher.call("session/state", { session_id: sessionId });
+  assert.equal(state.name, "slash named");
+  assert.equal(state.thinking_level, "high");
+  // No prompt reached the model: the commands were daemon calls.
+  const history = await watcher.call("session/messages", { session_id: sessionId });
+  assert.equal(history.messages.length, 0);
+
+  // Loading the session announces the commands too.
+  await withAgent(async (ctx, editor) => {
+    await initialize(ctx);
+    await ctx.request(methods.agent.session.load, { sessionId, cwd: fixture.project, mcpServers: [] });
+    await until(
+      () => editor.updates.some((u) => u.update.sessionUpdate === "available_commands_update"),
+      "available_commands_update after load",
+    );
+  });
+  watcher.close();
+});

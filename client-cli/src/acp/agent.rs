@@ -5,6 +5,7 @@
 //! of its own that only subscribes, so a long stream of events never waits behind a call. A
 //! prompt is answered when the daemon reports the end of the run it started.
 
+use crate::acp::commands::{self, SlashCall};
 use crate::acp::modes;
 use crate::acp::peer::{AcpError, Peer};
 use crate::acp::permission;
@@ -288,6 +289,11 @@ impl Agent {
         let session_id = str_param(params, "sessionId")?;
         let blocks = params.get("prompt").and_then(Value::as_array).cloned().unwrap_or_default();
         let input = prompt_input(&blocks);
+        match commands::parse(&input.text) {
+            Ok(Some(call)) => return self.run_slash(session_id, call).await,
+            Err(usage) => return Err(AcpError::invalid_params(usage)),
+            Ok(None) => {}
+        }
         let followed = match self.followed(session_id) {
             Some(followed) => followed,
             None => {
@@ -313,6 +319,18 @@ impl Agent {
         let stop_reason =
             ended.await.map_err(|_| AcpError::internal("lost the session's event stream"))??;
         Ok(json!({"stopReason": stop_reason}))
+    }
+
+    /// Runs a slash command: its daemon call, then a one-line report as the agent's message.
+    async fn run_slash(&self, session_id: &str, call: SlashCall) -> Result<Value, AcpError> {
+        let mut params = call.params.clone();
+        params["session_id"] = json!(session_id);
+        let result = self.call(call.method, params).await?;
+        let text = commands::report(&call, &result);
+        let update = json!({"sessionUpdate": "agent_message_chunk",
+            "content": {"type": "text", "text": text}});
+        self.peer.notify("session/update", json!({"sessionId": session_id, "update": update}));
+        Ok(json!({"stopReason": "end_turn"}))
     }
 
     async fn set_mode(&self, params: &Value) -> Result<Value, AcpError> {

@@ -13,9 +13,11 @@
 //! - [`prompt`]: ACP prompt blocks as rein prompt text and images.
 //! - [`modes`]: modes and config options (approval policy, model, thinking level).
 //! - [`permission`]: the options of a permission request and the decisions they stand for.
+//! - [`commands`]: the slash commands offered to the editor and the daemon calls they make.
 //! - [`peer`]: the editor's side of the connection.
 
 pub mod agent;
+pub mod commands;
 pub mod modes;
 pub mod peer;
 pub mod permission;
@@ -103,8 +105,17 @@ pub async fn run(socket: &Path) -> Result<u8, ClientError> {
                 let agent = Arc::clone(&agent);
                 let peer = Arc::clone(&peer);
                 requests.spawn(async move {
-                    let result = agent.handle_request(&method, params).await;
+                    let result = agent.handle_request(&method, params.clone()).await;
+                    let opened = commands::opened_session(&method, &params, result.as_ref().ok());
                     peer.respond(id, result);
+                    // After the answer, so the editor knows the session the update names.
+                    if let Some(session_id) = opened {
+                        let update = commands::available_commands_update();
+                        peer.notify(
+                            "session/update",
+                            json!({"sessionId": session_id, "update": update}),
+                        );
+                    }
                 });
             }
             Incoming::Notification(method, params) => {
