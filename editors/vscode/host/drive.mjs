@@ -153,6 +153,10 @@ try {
     await page.keyboard.press("Enter");
   }
 
+  /** Whether an editor tab whose label contains `label` is open. */
+  const tabOpen = async (label) =>
+    (await page.$$eval(".tab", (tabs) => tabs.map((tab) => tab.getAttribute("aria-label") ?? ""))).some((l) => l.includes(label));
+
   /** The chat webview's inner frame. */
   async function chatFrame() {
     return until("the chat view", async () => {
@@ -207,17 +211,31 @@ try {
   step("allowing from the diff's title bar");
   const allow = await page.waitForSelector('.editor-actions [aria-label^="rein: Allow the Proposed Change"]', { visible: true });
   await allow.click();
-  await until("the diff to close", async () => !(await page.$(".monaco-diff-editor")));
+  await until("the edit's diff to close", async () => !(await tabOpen("notes.txt (proposed by rein)")));
   await until("the edit to run", () => chat.$$eval(".tool.done", (els) => els.some((el) => el.textContent.includes("edit notes.txt"))));
   assert.match(readFileSync(join(project, "notes.txt"), "utf8"), /^edited line/);
   const editApproval = await chat.$$eval(".approval", (els) => els.map((el) => el.textContent));
   assert.ok(editApproval[0].includes("allow_once (rein.vscode)"), editApproval[0]);
 
-  step("a second client answers the bash approval while the chat shows it");
+  step("a second client answers the write approval: its diff closes and the buttons go");
+  await until("the write's diff", () => tabOpen("summary.md (proposed by rein)"));
+  await until("the write approval in the chat", () => chat.$$eval(".approval.open", (els) => els.some((el) => el.textContent.includes("write summary.md"))));
+  const write = await until("the write approval event", async () => seen.find((event) => event.tool_name === "write"));
+  await other.respondApproval(sessionId, write.request_id, "allow_once");
+  await until("the chat to show the other client's answer", () =>
+    chat.$$eval(".approval", (els) => els.some((el) => el.textContent.includes("write summary.md (allow_once (host-test))"))),
+  );
+  await until("the write's diff to close", async () => !(await tabOpen("summary.md (proposed by rein)")));
+  await until("the written file", async () => readFileSync(join(project, "summary.md"), "utf8").startsWith("# Summary"));
+
+  step("allowing the bash approval from the chat's button");
   await until("the bash approval in the chat", () => chat.$$eval(".approval.open", (els) => els.some((el) => el.textContent.includes("bash echo tool-output-marker"))));
-  const bash = await until("the bash approval event", async () => seen.find((event) => event.tool_name === "bash"));
-  await other.respondApproval(sessionId, bash.request_id, "allow_once");
-  await until("the chat to show the other client's answer", () => chat.$$eval(".approval", (els) => els.some((el) => el.textContent.includes("allow_once (host-test)"))));
+  assert.ok(await chat.$(".tool.waiting"), "the bash tool is not marked waiting");
+  const buttons = await chat.$$(".approval.open button");
+  const labels = await Promise.all(buttons.map((b) => b.evaluate((el) => el.textContent)));
+  assert.deepEqual(labels, ["Allow once", "Allow for session", "Deny"]);
+  await buttons[0].click();
+  await until("the bash approval answered", () => chat.$$eval(".approval", (els) => els.some((el) => el.textContent.includes("allow_once (rein.vscode)") && el.textContent.includes("bash"))));
   assert.equal((await chat.$$(".approval.open")).length, 0, "an answered approval still offers buttons");
   await until("the tool's output", () => chat.$$eval(".tool.done", (els) => els.some((el) => el.textContent.includes("tool-output-marker") && el.textContent.includes("exit 0"))));
   await until("the run to end", () => chat.$$eval(".notice", (els) => els.some((el) => el.textContent.includes("run completed"))));
@@ -225,6 +243,22 @@ try {
   const statusLine = await chat.$eval("#status", (el) => el.textContent);
   assert.match(statusLine, /idle · local\/test-model · \d+ tokens · \$/);
   await page.screenshot({ path: join(shots, "vscode-chat.png") });
+
+  step("picking a session started elsewhere attaches to it");
+  const started = await other.createSession(project);
+  await other.call("session/rename", { session_id: started.session_id, name: "started in a terminal" });
+  await runCommand("rein: Pick a Session");
+  await until("the session in the picker", async () =>
+    (await page.$$eval(".quick-input-list .monaco-list-row", (rows) => rows.map((row) => row.textContent))).some((label) =>
+      label.includes("started in a terminal"),
+    ),
+  );
+  const input = await page.waitForSelector(".quick-input-widget .quick-input-box input", { visible: true });
+  await input.type("started in a terminal");
+  await page.keyboard.press("Enter");
+  await until("the chat to follow the picked session", async () =>
+    (await chat.$eval("#status", (el) => el.textContent)).startsWith(started.session_id.slice(0, 13)),
+  );
   step("passed");
 } catch (error) {
   failed = true;
