@@ -46,6 +46,12 @@ export REIN_BIN_DIR="${REIN_BIN_DIR:-${CARGO_TARGET_DIR:-$root/target}/debug}"
 step "packaging the extension"
 [ -d "$editors/node_modules" ] || (cd "$editors" && npm ci --no-audit --no-fund --loglevel=error)
 (cd "$vscode" && npm run --silent package >/dev/null)
+# The .vsix holds only package.json, out/*.js and media/ (.vscodeignore).
+shipped="$(cd "$vscode" && ../node_modules/.bin/vsce ls --no-dependencies)"
+if grep -Ev '^(package\.json|out/[^/]+\.js|media/[^/]+)$' <<<"$shipped"; then
+  echo "the .vsix ships files it should not (above)" >&2
+  exit 1
+fi
 
 step "driving the extension in code-server ($(node --version))"
 mkdir -p "$shots"
