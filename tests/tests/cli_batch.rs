@@ -314,6 +314,106 @@ fn the_bundled_task_set_runs_resumes_and_shards_into_the_same_summary() {
     assert!(String::from_utf8_lossy(&partial.stderr).contains("missing shards: 1/2"));
 }
 
+/// Waits until at least one task has a session running, then returns the tasks in flight.
+fn wait_for_a_running_task(out: &Path, child: &mut std::process::Child, also_done: bool) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let done = TASKS.iter().any(|t| out.join(t).join("result.json").exists());
+        let running = TASKS.iter().any(|t| in_flight(out, t));
+        if running && (done || !also_done) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the batch never reached the awaited state");
+        assert!(child.try_wait().unwrap().is_none(), "the batch ended too early");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether a task has a session and no result.
+fn in_flight(out: &Path, task: &str) -> bool {
+    !out.join(task).join("result.json").exists()
+        && std::fs::read(out.join(task).join("attempt.json"))
+            .ok()
+            .and_then(|text| serde_json::from_slice::<Value>(&text).ok())
+            .is_some_and(|attempt| attempt["session_id"].is_string())
+}
+
+#[test]
+fn ctrl_c_cancels_the_running_tasks_keeps_them_as_partial_and_a_rerun_finishes() {
+    let env = BatchEnv::start(&TASKS);
+    let out = env.out("interrupted");
+    let out_text = out.display().to_string();
+    let mut child = env
+        .batch(&[&tasks_file(), "--out", &out_text, "--workers", "2"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for_a_running_task(&out, &mut child, false);
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_exit(&output, 130);
+
+    let partial: Vec<&str> =
+        TASKS.iter().copied().filter(|t| out.join(t).join("partial/attempt-1").exists()).collect();
+    assert!(!partial.is_empty(), "{}", String::from_utf8_lossy(&output.stderr));
+    for task in &partial {
+        let dir = out.join(task);
+        assert!(!dir.join("attempt.json").exists());
+        assert!(!dir.join("result.json").exists());
+        let marker = json(&dir.join("partial/attempt-1/partial.json"));
+        assert_eq!(marker["partial"], true);
+        assert!(marker["reason"].as_str().unwrap().contains("interrupted"));
+        let atif = json(&dir.join("partial/attempt-1/trajectory.atif.json"));
+        assert_eq!(atif["extra"]["rein"]["partial"], true);
+        // The run was cancelled in the daemon, not left going.
+        let session = marker["session_id"].as_str().unwrap();
+        let state = env.daemon.connect().call(
+            1,
+            "session/state",
+            serde_json::json!({"session_id": session}),
+        );
+        assert_eq!(state["result"]["running"], false, "{state}");
+    }
+    let summary = json(&out.join("summary.json"));
+    assert!(summary["not_run"].as_u64().unwrap() >= partial.len() as u64, "{summary}");
+
+    let rerun = env.run(&[&tasks_file(), "--out", &out_text, "--workers", "3"]);
+    assert_exit(&rerun, 0);
+    for task in &partial {
+        assert_eq!(json(&out.join(task).join("result.json"))["attempt"], 2);
+    }
+    assert_eq!(json(&out.join("summary.json"))["passed"], 5);
+}
+
+#[test]
+fn a_task_asking_for_a_sandbox_the_daemon_does_not_report_fails_clearly() {
+    let env = BatchEnv::start(&[]);
+    let tasks = env.work.path().join("sandboxed.jsonl");
+    let repo = example_dir().join("repos/calc");
+    let task = serde_json::json!({
+        "id": "boxed", "instruction": "Fix add.sh.", "repo": repo.display().to_string(),
+        "verify": ["sh test.sh"], "model": "calc/fake-model", "sandbox": "workspace-write",
+    });
+    std::fs::write(&tasks, format!("{task}\n")).unwrap();
+    let out = env.out("sandboxed");
+    let output = env.run(&[&tasks.display().to_string(), "--out", &out.display().to_string()]);
+    let result = json(&out.join("boxed/result.json"));
+    // This daemon either runs the session with the sandbox (and says so in the session's
+    // state) or the task fails naming `sandbox`; it never runs silently unconfined.
+    if result["status"] == "error" {
+        assert_exit(&output, 1);
+        assert!(result["error"].as_str().unwrap().contains("sandbox"), "{result}");
+        assert_eq!(env.requests()["calc"], 0, "no model request without the sandbox");
+        let sessions = env.daemon.connect().call(1, "session/list", serde_json::json!({}));
+        assert_eq!(sessions["result"]["sessions"], serde_json::json!([]), "{sessions}");
+    } else {
+        assert_exit(&output, 0);
+        assert_eq!(result["outcome"], "verified", "{result}");
+    }
+}
+
 #[test]
 fn a_killed_batch_resumes_without_redoing_finished_tasks() {
     let env = BatchEnv::start(&["maximum", "shout", "count"]);

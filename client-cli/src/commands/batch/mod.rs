@@ -164,6 +164,8 @@ async fn run_batch(socket: &Path, args: RunBatchArgs) -> Result<u8, ClientError>
     let queue = Mutex::new(pending);
     let (interrupt_tx, interrupt_rx) = watch::channel(false);
     let mut interrupts = Interrupts::catch()?;
+    // Kubernetes stops a pod with SIGTERM: treated like a first Ctrl-C.
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     let workers = futures::future::join_all(
         (0..args.workers)
             .map(|_| worker(&settings, &queue, &budget, &progress, interrupt_rx.clone())),
@@ -175,6 +177,11 @@ async fn run_batch(socket: &Path, args: RunBatchArgs) -> Result<u8, ClientError>
         tokio::select! {
             _ = &mut workers => break,
             _ = ticker.tick() => progress.redraw(),
+            Some(()) = terminate.recv(), if !interrupted => {
+                interrupted = true;
+                eprintln!("\nrein batch: terminated: cancelling the running tasks");
+                let _ = interrupt_tx.send(true);
+            }
             () = interrupts.next() => {
                 if interrupted {
                     eprintln!("\nrein batch: interrupted again; leaving at once (running sessions go on in the daemon; re-run to resume)");

@@ -424,11 +424,17 @@ fn write_trajectories(
 /// interrupted. Its session is cancelled if it still runs, and what it did is kept under
 /// `partial/attempt-N/`, marked partial. Returns the number of the last attempt (0: none).
 async fn recover_interrupted(settings: &RunSettings, dir: &TaskDir) -> u32 {
-    let Some(attempt) = dir.attempt() else {
-        return dir.result().map_or(0, |result| result.attempt);
-    };
-    archive_partial(settings, dir, "the batch stopped before this attempt finished").await;
-    attempt.attempt
+    if dir.attempt().is_some() {
+        archive_partial(settings, dir, "the batch stopped before this attempt finished").await;
+    }
+    let archived = std::fs::read_dir(dir.file(PARTIAL_DIR))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.strip_prefix("attempt-")?.parse().ok())
+        .max()
+        .unwrap_or(0);
+    archived.max(dir.result().map_or(0, |result| result.attempt))
 }
 
 /// Moves the current attempt's outputs to `partial/attempt-N/` with a `partial.json` marker,
