@@ -484,3 +484,76 @@ fn a_killed_batch_resumes_without_redoing_finished_tasks() {
     assert_eq!(summary["passed"], 5);
     assert_eq!(summary["not_run"], 0);
 }
+
+#[test]
+fn the_cost_budgets_stop_tasks_and_the_batch() {
+    let env = BatchEnv::start(&[]);
+    // One worker, so the order is the file's: `calc` (3 replies, $0.01755) fits in the
+    // budget; `greet` starts with $0.00245 left as its own limit and its first reply
+    // ($0.00585) passes it; then the budget is spent and the rest do not start.
+    let out = env.out("budget");
+    let output = env.run(&[
+        &tasks_file(),
+        "--out",
+        &out.display().to_string(),
+        "--workers",
+        "1",
+        "--max-cost",
+        "0.02",
+    ]);
+    assert_exit(&output, 4);
+    assert_eq!(json(&out.join("calc/result.json"))["end_reason"], "completed");
+    let greet = json(&out.join("greet/result.json"));
+    assert_eq!(greet["end_reason"], "cost_limit", "{greet}");
+    let summary = json(&out.join("summary.json"));
+    assert_eq!(summary["not_run"], 3, "{summary}");
+    assert_eq!(summary["end_reasons"], serde_json::json!({"completed": 1, "cost_limit": 1}));
+    assert_eq!(env.requests()["maximum"], 0, "no task starts once the budget is spent");
+
+    // A per-task limit stops each task after its first reply; the batch still runs them all.
+    let out = env.out("per-task");
+    let output = env.run(&[
+        &tasks_file(),
+        "--out",
+        &out.display().to_string(),
+        "--workers",
+        "3",
+        "--max-task-cost",
+        "0.001",
+    ]);
+    assert_exit(&output, 0);
+    let summary = json(&out.join("summary.json"));
+    assert_eq!(summary["end_reasons"], serde_json::json!({"cost_limit": 5}), "{summary}");
+    assert_eq!(summary["passed"], 0);
+}
+
+#[test]
+fn a_terminal_gets_one_status_line_redrawn_in_place() {
+    let env = BatchEnv::start(&[]);
+    let out = env.out("tty");
+    let rein = env.batch(&[]);
+    let mut line = format!("'{}' batch", rein.get_program().to_string_lossy());
+    for arg in
+        [tasks_file(), "--out".into(), out.display().to_string(), "--workers".into(), "3".into()]
+    {
+        line.push_str(&format!(" '{}'", arg.replace('\'', "'\\''")));
+    }
+    // util-linux `script` gives the batch a pseudo-terminal.
+    let mut command = Command::new("script");
+    command.args(["-q", "-e", "-c", &line, "/dev/null"]).stdin(Stdio::null());
+    for (key, value) in rein.get_envs() {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
+    let output = command.output().unwrap();
+    assert_exit(&output, 0);
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("\r\x1b[2Kbatch: 5/5 done, 0 running, 0 failed, pass rate 100%"),
+        "{text:?}"
+    );
+    assert!(!text.contains("batch: started"), "no plain lines on a terminal: {text:?}");
+    assert!(text.contains("calc: verified (completed)"), "{text:?}");
+}
