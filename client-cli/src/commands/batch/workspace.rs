@@ -97,7 +97,11 @@ pub async fn prepare(
     match source(&task.repo, base_dir).await? {
         Source::Git(url) => {
             let dest_text = dest.display().to_string();
-            git(parent, &["clone", "--quiet", "--no-checkout", "--", &url, &dest_text]).await?;
+            // No hard links into a local source's object store: a file written in place in the
+            // clone's `.git` must not reach the source.
+            let clone =
+                ["clone", "--quiet", "--no-checkout", "--no-hardlinks", "--", &url, &dest_text];
+            git(parent, &clone).await?;
             let base = task.base_commit.as_deref().unwrap_or("HEAD");
             let commit = format!("{base}^{{commit}}");
             let base =
