@@ -388,7 +388,7 @@ fn ctrl_c_cancels_the_running_tasks_keeps_them_as_partial_and_a_rerun_finishes()
 }
 
 #[test]
-fn a_task_asking_for_a_sandbox_the_daemon_does_not_report_fails_clearly() {
+fn a_task_asking_for_a_sandbox_the_daemon_cannot_give_fails_clearly() {
     let env = BatchEnv::start(&[]);
     let tasks = env.work.path().join("sandboxed.jsonl");
     let repo = example_dir().join("repos/calc");
@@ -400,8 +400,8 @@ fn a_task_asking_for_a_sandbox_the_daemon_does_not_report_fails_clearly() {
     let out = env.out("sandboxed");
     let output = env.run(&[&tasks.display().to_string(), "--out", &out.display().to_string()]);
     let result = json(&out.join("boxed/result.json"));
-    // This daemon either runs the session with the sandbox (and says so in the session's
-    // state) or the task fails naming `sandbox`; it never runs silently unconfined.
+    // A daemon that ignores `sandbox`, or cannot give it, makes the task an error naming it;
+    // one that gives it runs the task in it. It never runs silently unconfined.
     if result["status"] == "error" {
         assert_exit(&output, 1);
         assert!(result["error"].as_str().unwrap().contains("sandbox"), "{result}");

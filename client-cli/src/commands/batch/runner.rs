@@ -10,6 +10,7 @@ use super::outputs::{
 use super::task::Task;
 use super::workspace::{self, Workspace};
 use crate::client::{Client, ClientError};
+use rein_protocol::error::ErrorKind;
 use rein_protocol::event::{EndReason, SessionEvent, SubscriptionItem};
 use rein_protocol::message::Usage;
 use rein_protocol::method::{
@@ -252,9 +253,7 @@ fn min_cost(limits: [Option<f64>; 3]) -> Option<f64> {
     limits.into_iter().flatten().reduce(f64::min)
 }
 
-/// `session/create` for the task's workspace. `sandbox` is sent as given; a daemon that does
-/// not report it back in the session's state does not know it, and the task fails rather than
-/// run unconfined.
+/// `session/create` for the task's workspace, with the task's `sandbox` when it has one.
 async fn create_session(
     client: &mut Client,
     settings: &RunSettings,
@@ -269,31 +268,47 @@ async fn create_session(
         params.insert("model".into(), json!(model));
     }
     if let Some(sandbox) = &task.sandbox {
+        if !daemon_knows_sandbox(client, &params).await? {
+            return Err(Stop::Failed(
+                "this daemon does not support `sandbox` on session/create (it ignores the \
+                 field, so the task would run unconfined); remove `sandbox` from the task or \
+                 update reind"
+                    .to_string(),
+            ));
+        }
         params.insert("sandbox".into(), sandbox.clone());
     }
-    let raw = match client.call(names::SESSION_CREATE, Value::Object(params)).await {
-        Ok(raw) => raw,
-        Err(ClientError::Rpc(failure)) if task.sandbox.is_some() => {
-            return Err(Stop::Failed(format!(
-                "the daemon refused the session with sandbox {}: {failure}",
-                task.sandbox.as_ref().map(Value::to_string).unwrap_or_default()
-            )));
-        }
-        Err(error) => return Err(error.into()),
-    };
-    let state: SessionState = serde_json::from_value(raw.clone())
-        .map_err(|error| Stop::Failed(format!("unexpected session/create result: {error}")))?;
-    if task.sandbox.is_some() && raw.get("sandbox").is_none_or(Value::is_null) {
-        let session = SessionRef { session_id: state.session_id.clone() };
-        let _ = client.call(names::SESSION_CLOSE, json!(session)).await;
-        let _ = client.call(names::SESSION_DELETE, json!(session)).await;
-        return Err(Stop::Failed(
-            "this daemon does not support `sandbox` on session/create; remove it from the task \
-             or update reind"
-                .to_string(),
-        ));
+    match client.call_as(names::SESSION_CREATE, Value::Object(params)).await {
+        Ok(state) => Ok(state),
+        Err(ClientError::Rpc(failure)) if task.sandbox.is_some() => Err(Stop::Failed(format!(
+            "the daemon refused the session with sandbox {}: {failure}",
+            task.sandbox.as_ref().map(Value::to_string).unwrap_or_default()
+        ))),
+        Err(error) => Err(error.into()),
     }
-    Ok(state)
+}
+
+/// Whether the daemon reads `sandbox` on `session/create`: asked with an impossible value, a
+/// daemon that knows the field rejects the call (`invalid_params`); one that does not ignores
+/// it and creates the session, which is deleted again.
+async fn daemon_knows_sandbox(
+    client: &mut Client,
+    params: &Map<String, Value>,
+) -> Result<bool, Stop> {
+    let mut probe = params.clone();
+    probe.insert("sandbox".into(), json!({ "rein-batch-probe": true }));
+    match client.call(names::SESSION_CREATE, Value::Object(probe)).await {
+        Err(ClientError::Rpc(failure)) if failure.kind == ErrorKind::InvalidParams => Ok(true),
+        Err(error) => Err(error.into()),
+        Ok(raw) => {
+            if let Some(id) = raw.get("session_id").and_then(Value::as_str) {
+                let session = SessionRef { session_id: id.to_string() };
+                let _ = client.call(names::SESSION_CLOSE, json!(session)).await;
+                let _ = client.call(names::SESSION_DELETE, json!(session)).await;
+            }
+            Ok(false)
+        }
+    }
 }
 
 /// Reads the session's events until the run `run_id` ends. On an interrupt it cancels the run
