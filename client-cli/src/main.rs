@@ -5,6 +5,7 @@
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use clap_complete::Shell;
 use rein_cli::client::ClientError;
+use rein_cli::commands::batch::BatchArgs;
 use rein_cli::commands::run::RunArgs;
 use rein_cli::commands::session::{self as session_cmd, QueueKind, Report};
 use rein_cli::commands::{self, exit};
@@ -68,6 +69,9 @@ enum FormatArg {
 enum Command {
     /// Run one prompt and exit (for scripts and CI).
     Run(RunArgs),
+    /// Run a file of tasks, each in a fresh workspace, with per-task outputs and a summary
+    /// (`rein batch merge` combines shards); see docs/batch.md.
+    Batch(BatchArgs),
     /// Attach to a session interactively (default: the most recent one of the directory).
     Attach {
         /// The session (an id or a unique id prefix).
@@ -341,6 +345,7 @@ async fn dispatch(socket: &Path, cli: Cli) -> Result<u8, ClientError> {
     let client = || rein_cli::client::Client::connect_or_start(socket);
     match command {
         Command::Run(args) => commands::run::run(socket, args).await,
+        Command::Batch(args) => commands::batch::run(socket, args).await,
         Command::Attach { session, options } => {
             let target = session.map(Target::Named).unwrap_or(Target::Latest);
             attach(socket, target, options).await

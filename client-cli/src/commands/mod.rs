@@ -1,5 +1,6 @@
 //! One module per `rein` subcommand.
 
+pub mod batch;
 pub mod checkpoints;
 pub mod daemon;
 pub mod doctor;

@@ -1,0 +1,3 @@
+#!/bin/sh
+# Greets its argument.
+echo "Helo, $1!"
