@@ -462,6 +462,7 @@ async fn attach(socket: &Path, target: Target, options: SessionOptions) -> Resul
         cwd,
         model: options.model,
         approval: options.approve.map(Into::into),
+        sandbox: None,
     };
     interactive::run(socket, request).await
 }

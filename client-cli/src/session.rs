@@ -53,6 +53,14 @@ pub struct SessionRequest {
     pub model: Option<String>,
     /// The approval policy to use.
     pub approval: Option<ApprovalPolicy>,
+    /// Where a new session's tools run.
+    pub sandbox: Option<rein_protocol::method::SandboxMode>,
+}
+
+/// Parses `--sandbox MODE` by the protocol's names (`read-only`, `workspace-write`, `off`).
+pub fn parse_sandbox(text: &str) -> Result<rein_protocol::method::SandboxMode, String> {
+    serde_json::from_value(serde_json::Value::String(text.to_string()))
+        .map_err(|_| format!("`{text}` is not a sandbox mode: read-only, workspace-write or off"))
 }
 
 /// Creates or opens the requested session and applies the requested model and policy.
@@ -73,6 +81,7 @@ pub async fn prepare(
             cwd: request.cwd.display().to_string(),
             model: request.model.clone(),
             approval_policy: request.approval,
+            sandbox: request.sandbox,
             ..CreateSessionParams::default()
         };
         let state = client.call_as(names::SESSION_CREATE, params).await?;

@@ -62,6 +62,25 @@ pub struct Config {
     /// MCP servers every session uses (`[mcp_servers.NAME]`; see `docs/extensions.md`).
     #[serde(default)]
     pub mcp_servers: std::collections::BTreeMap<String, rein_protocol::mcp::McpServerConfig>,
+    /// Where the tools of new sessions run: `read-only`, `workspace-write` or `off`
+    /// (docs/sandbox.md).
+    #[serde(default)]
+    pub sandbox: rein_protocol::method::SandboxMode,
+    /// `[sandbox_settings]`: how sandboxes are set up.
+    #[serde(default)]
+    pub sandbox_settings: SandboxSettingsConfig,
+}
+
+/// `[sandbox_settings]`: how sandboxed commands run.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxSettingsConfig {
+    /// Whether sandboxed commands may use the network.
+    #[serde(default)]
+    pub network: bool,
+    /// The bubblewrap binary; `bwrap` on `PATH` when absent.
+    #[serde(default)]
+    pub bwrap: Option<PathBuf>,
 }
 
 /// `[tools]`: bounds on what tools leave on disk.
@@ -351,6 +370,11 @@ pub fn session_defaults(
         },
         hooks: config.hooks.clone(),
         hooks_from_claude_settings: config.hooks_from_claude_settings,
+        sandbox: config.sandbox,
+        sandbox_settings: rein_coding::environment::SandboxSettings {
+            network: config.sandbox_settings.network,
+            bwrap: config.sandbox_settings.bwrap.clone(),
+        },
         ..rein_coding::session::SessionDefaults::default()
     }
 }

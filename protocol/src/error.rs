@@ -52,6 +52,9 @@ pub enum ErrorKind {
     /// `session/undo` refused: files changed outside rein since the snapshot (the message
     /// names them); retry with `force` to overwrite them.
     UndoConflict,
+    /// A sandbox was asked for (`sandbox` in the configuration, `session/create` or
+    /// `rein run --sandbox`) but cannot be had here; nothing ran without it.
+    SandboxUnavailable,
     /// A kind this client version does not know.
     #[serde(other)]
     #[schemars(skip)]
@@ -60,7 +63,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every known kind (not `Unknown`).
-    pub const ALL: [ErrorKind; 20] = [
+    pub const ALL: [ErrorKind; 21] = [
         Self::ParseError,
         Self::InvalidRequest,
         Self::MethodNotFound,
@@ -81,6 +84,7 @@ impl ErrorKind {
         Self::Io,
         Self::Overloaded,
         Self::UndoConflict,
+        Self::SandboxUnavailable,
     ];
 
     /// The stable JSON-RPC error code.
@@ -106,6 +110,7 @@ impl ErrorKind {
             Self::Io => -32013,
             Self::Overloaded => -32020,
             Self::UndoConflict => -32021,
+            Self::SandboxUnavailable => -32030,
             Self::Unknown => -32000,
         }
     }
@@ -138,6 +143,7 @@ impl ErrorKind {
             Self::Io => "io",
             Self::Overloaded => "overloaded",
             Self::UndoConflict => "undo_conflict",
+            Self::SandboxUnavailable => "sandbox_unavailable",
             Self::Unknown => "unknown",
         }
     }
@@ -173,6 +179,10 @@ impl ErrorKind {
             Self::UndoConflict => {
                 "Undo would overwrite files changed outside rein since the snapshot; the message \
                  names them. Retry with `force` to overwrite them."
+            }
+            Self::SandboxUnavailable => {
+                "A sandbox was asked for but bubblewrap cannot run here; the message says why. \
+                 Nothing ran without the sandbox."
             }
             Self::Unknown => "An error kind this version does not know.",
         }

@@ -294,6 +294,31 @@ pub struct HistoryPageParams {
     pub cursor: Option<String>,
 }
 
+/// Where a session's tools run (docs/sandbox.md).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum SandboxMode {
+    /// Commands run in a bubblewrap sandbox that can write nowhere (a private `/tmp` aside).
+    ReadOnly,
+    /// Commands run in a bubblewrap sandbox that can write the project directory and a
+    /// private `/tmp`; the project's `.git` and `.rein` stay read-only.
+    WorkspaceWrite,
+    /// No sandbox: tools run on the host as the daemon's user.
+    #[default]
+    Off,
+}
+
+impl SandboxMode {
+    /// The name used in configuration and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::WorkspaceWrite => "workspace-write",
+            Self::Off => "off",
+        }
+    }
+}
+
 /// How tool calls are approved.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -349,6 +374,10 @@ pub struct CreateSessionParams {
     /// Approval policy; the configured default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_policy: Option<ApprovalPolicy>,
+    /// Where the session's tools run; the configured `sandbox` when absent. Asking for a
+    /// sandbox that cannot be had fails the call instead of running without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxMode>,
     /// MCP servers of this session alone (an editor's own), by name. They run while the
     /// session is loaded and are not recorded in the session file.
     #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]

@@ -17,7 +17,7 @@ use clap::Args;
 use rein_protocol::event::{ApprovalDecision, EndReason, SessionEvent, SubscriptionItem};
 use rein_protocol::method::{
     ApprovalRespondParams, BusyBehavior, PromptDisposition, PromptParams, PromptResult, RunLimits,
-    SessionRef, names,
+    SandboxMode, SessionRef, names,
 };
 use rein_protocol::verify::{RunOutcome, VerifyRequest};
 use serde_json::Value;
@@ -42,6 +42,10 @@ pub struct RunArgs {
     /// The approval policy for tool calls.
     #[arg(long, value_enum, value_name = "POLICY")]
     pub approve: Option<ApproveArg>,
+    /// Where the new session's tools run: read-only, workspace-write or off (default: the
+    /// configured `sandbox`). Fails when the sandbox cannot be had.
+    #[arg(long, value_name = "MODE", value_parser = session::parse_sandbox)]
+    pub sandbox: Option<SandboxMode>,
     /// The most turns (model requests) the run may take.
     #[arg(long, value_name = "N")]
     pub max_turns: Option<u32>,
@@ -141,11 +145,16 @@ pub async fn run(socket: &Path, args: RunArgs) -> Result<u8, ClientError> {
         (None, true) => Target::Latest,
         (None, false) => Target::New,
     };
+    if args.sandbox.is_some() && target != Target::New {
+        eprintln!("rein: --sandbox applies to a new session; it cannot change an existing one");
+        return Ok(exit::USAGE);
+    }
     let request = SessionRequest {
         target,
         cwd,
         model: args.model.clone(),
         approval: args.approve.map(Into::into),
+        sandbox: args.sandbox,
     };
     let (state, created) = session::prepare(&mut client, &request).await?;
     if created

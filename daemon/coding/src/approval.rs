@@ -4,9 +4,12 @@
 //!
 //! - `ask`: every call of a tool that can change something (`write`, `edit`, `bash`, and any
 //!   tool rein does not know to be read-only) asks.
-//! - `auto-edit`: `write` and `edit` of a path inside the project directory pass; `bash`,
-//!   other changing tools and any path outside the project ask. Paths are compared after
-//!   resolving symlinks, so a link inside the project pointing out of it still asks.
+//! - `auto-edit`: `write` and `edit` of a path inside the project directory pass; so does
+//!   `bash` when the session's commands run in a sandbox without network (docs/sandbox.md).
+//!   Other changing tools, `bash` on the host and any path outside the project ask. Paths are
+//!   compared after resolving symlinks, so a link inside the project pointing out of it still
+//!   asks. A sandboxed command that failed for lack of permission runs again outside the
+//!   sandbox only after a person allowed it, whatever the policy.
 //! - `yolo`: nothing asks.
 //!
 //! Read-only tools (`read`, `grep`, `find`, `ls`) never ask. A tool the user allowed "for the
@@ -33,13 +36,28 @@ pub const READ_ONLY_TOOLS: [&str; 4] = ["read", "grep", "find", "ls"];
 /// inside the project directory.
 pub const FILE_EDIT_TOOLS: [&str; 2] = ["write", "edit"];
 
-/// Why this call needs approval under `policy`, or `None` when it may run at once. The reason
-/// is shown to the person asked.
+/// Tools whose commands a sandbox confines; `auto-edit` lets them through when it does.
+pub const COMMAND_TOOLS: [&str; 1] = ["bash"];
+
+/// Why this call needs approval under `policy`, or `None` when it may run at once, for a
+/// session whose commands run on the host. The reason is shown to the person asked.
 pub fn approval_reason(
     policy: ApprovalPolicy,
     tool_name: &str,
     arguments: &Value,
     cwd: &Path,
+) -> Option<String> {
+    approval_reason_in(policy, tool_name, arguments, cwd, false)
+}
+
+/// [`approval_reason`] for a session whose commands run confined (a sandbox without network)
+/// when `confined` is true.
+pub fn approval_reason_in(
+    policy: ApprovalPolicy,
+    tool_name: &str,
+    arguments: &Value,
+    cwd: &Path,
+    confined: bool,
 ) -> Option<String> {
     if READ_ONLY_TOOLS.contains(&tool_name) {
         return None;
@@ -57,6 +75,7 @@ pub fn approval_reason(
                 None => Some(format!("{tool_name} without a path asks under the auto-edit policy")),
             }
         }
+        ApprovalPolicy::AutoEdit if confined && COMMAND_TOOLS.contains(&tool_name) => None,
         ApprovalPolicy::AutoEdit => {
             Some(format!("{tool_name} always asks under the auto-edit policy"))
         }
@@ -218,6 +237,21 @@ mod tests {
         assert!(approval_reason(policy, "edit", &json!({"path": "/etc/hosts"}), cwd).is_some());
         assert!(approval_reason(policy, "bash", &json!({"command": "ls"}), cwd).is_some());
         assert!(approval_reason(policy, "write", &json!({}), cwd).is_some());
+    }
+
+    #[test]
+    fn auto_edit_lets_confined_commands_through_but_not_under_ask() {
+        let dir = project();
+        let cwd = dir.path();
+        let bash = json!({"command": "cargo test"});
+        assert_eq!(approval_reason_in(ApprovalPolicy::AutoEdit, "bash", &bash, cwd, true), None);
+        assert!(approval_reason_in(ApprovalPolicy::AutoEdit, "bash", &bash, cwd, false).is_some());
+        assert!(approval_reason_in(ApprovalPolicy::Ask, "bash", &bash, cwd, true).is_some());
+        // Confinement is about commands: a write outside the project still asks.
+        let outside = json!({"path": "/etc/hosts"});
+        assert!(
+            approval_reason_in(ApprovalPolicy::AutoEdit, "write", &outside, cwd, true).is_some()
+        );
     }
 
     #[test]

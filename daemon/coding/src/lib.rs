@@ -12,6 +12,7 @@ pub mod checkpoint;
 pub mod command_hooks;
 pub mod config_file;
 pub mod edit_match;
+pub mod environment;
 pub mod file_locks;
 pub mod file_tracker;
 pub mod instructions;

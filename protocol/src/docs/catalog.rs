@@ -271,8 +271,12 @@ pub fn methods() -> Vec<MethodDoc> {
             "Creates a session for a project directory and loads it.",
             Payload::of(ex::create_session_params()),
             Payload::of(ex::created_state()),
-            errors(&[E::ModelNotFound, E::Io]),
+            errors(&[E::ModelNotFound, E::Io, E::SandboxUnavailable]),
             vec![
+                "`sandbox` (`read-only`, `workspace-write` or `off`; the configured `sandbox` \
+                 when absent) chooses where the session's tools run (docs/sandbox.md). A sandbox \
+                 that cannot be had fails the call with `sandbox_unavailable`; rein never falls \
+                 back to running without one.",
                 "Unset options take the configured defaults. When the project is not trusted, \
                  its instruction files are left out of the prompt and listed in \
                  `excluded_files`.",

@@ -27,7 +27,7 @@ use crate::method::{
     ListSessionsParams, ListSessionsResult, ListingError, MessagesResult, ModelsResult,
     PromptDisposition, PromptParams, PromptResult, ProviderCheck, ProviderStatus,
     ProvidersCheckParams, ProvidersCheckResult, QueueMessageParams, QueueMessageResult,
-    QueueSelector, RenameParams, RunLimits, SessionRef, SessionState, SessionSummary,
+    QueueSelector, RenameParams, RunLimits, SandboxMode, SessionRef, SessionState, SessionSummary,
     SetApprovalPolicyParams, SetModelParams, SetThinkingParams, ShellParams, SubscribeParams,
     SubscriptionNotification, TreeResult, TrustListResult, TrustParams,
 };
@@ -220,6 +220,7 @@ pub fn create_session_params() -> CreateSessionParams {
         thinking_level: Some(ThinkingLevel::Medium),
         name: None,
         approval_policy: Some(ApprovalPolicy::AutoEdit),
+        sandbox: Some(SandboxMode::WorkspaceWrite),
         mcp_servers: Default::default(),
     }
 }

@@ -67,6 +67,10 @@ pub struct SessionDefaults {
     pub hooks: HooksConfig,
     /// Whether a trusted project's `.claude/settings.json` hooks run too.
     pub hooks_from_claude_settings: bool,
+    /// Where the tools of a session that was not given a sandbox run (`sandbox`).
+    pub sandbox: rein_protocol::method::SandboxMode,
+    /// How sandboxes are set up (`[sandbox_settings]`).
+    pub sandbox_settings: crate::environment::SandboxSettings,
 }
 
 /// The default of [`SessionDefaults::approval_grace`].
@@ -88,6 +92,8 @@ impl Default for SessionDefaults {
             checkpoints: CheckpointSettings::default(),
             hooks: HooksConfig::default(),
             hooks_from_claude_settings: false,
+            sandbox: rein_protocol::method::SandboxMode::Off,
+            sandbox_settings: crate::environment::SandboxSettings::default(),
         }
     }
 }

@@ -57,6 +57,9 @@ pub enum CodingError {
     /// The project's `.rein/config.toml` cannot be used.
     #[error(transparent)]
     ProjectConfig(#[from] crate::project_config::ProjectConfigError),
+    /// The sandbox asked for cannot be had.
+    #[error(transparent)]
+    Environment(#[from] crate::environment::EnvironmentError),
     /// A `UserPromptSubmit` hook refused the prompt; the reason is the hook's.
     #[error("a hook blocked the prompt: {0}")]
     BlockedByHook(String),
@@ -89,6 +92,7 @@ impl CodingError {
             Self::Harness(_) => ErrorKind::Internal,
             Self::ProjectConfig(_) => ErrorKind::InvalidRequest,
             Self::BlockedByHook(_) => ErrorKind::ApprovalDenied,
+            Self::Environment(_) => ErrorKind::SandboxUnavailable,
         }
     }
 }

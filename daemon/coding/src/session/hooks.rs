@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::command_hooks::PreToolAnswer;
 use super::error::CodingError;
 use super::{CodingSession, DAEMON_RESOLVER, lock};
-use crate::approval::approval_reason;
+use crate::approval::approval_reason_in;
 
 /// What the model is told when a call needed approval and no client could give it.
 pub const NO_APPROVER_REASON: &str = "no client attached that can approve this call, so it \
@@ -322,8 +322,9 @@ impl CodingSession {
         let cwd = Path::new(&self.cwd);
         let read_only_mcp =
             policy != ApprovalPolicy::Ask && self.is_read_only_mcp_tool(&call.tool_name);
-        let policy_reason =
-            approval_reason(policy, &call.tool_name, &arguments, cwd).filter(|_| !read_only_mcp);
+        let confined = lock(&self.tool_context).env.confines_commands();
+        let policy_reason = approval_reason_in(policy, &call.tool_name, &arguments, cwd, confined)
+            .filter(|_| !read_only_mcp);
         let Some(reason) = forced.clone().or(policy_reason) else {
             return self.let_run(call, rewritten);
         };
@@ -335,16 +336,44 @@ impl CodingSession {
             Some(Err(reason)) => return ToolCallDecision::Block { reason },
             None => {}
         }
+        let asked = self
+            .ask_person(
+                &call.call_id,
+                &call.tool_name,
+                &call.tool_name,
+                &arguments,
+                reason,
+                &call.cancel,
+            )
+            .await;
+        match asked {
+            Ok(()) => self.let_run(call, rewritten),
+            Err(reason) => ToolCallDecision::Block { reason },
+        }
+    }
+
+    /// Asks the attached clients whether a call may go ahead: `Ok` when a person allowed it,
+    /// `Err` with the reason the model is told otherwise (denied, nobody to ask, cancelled).
+    /// `approval_key` is what an "allow for the session" answer allows from then on.
+    pub(crate) async fn ask_person(
+        &self,
+        call_id: &str,
+        tool_name: &str,
+        approval_key: &str,
+        arguments: &Value,
+        reason: String,
+        cancel: &CancellationToken,
+    ) -> Result<(), String> {
         // The request follows the events of the reply that made the call.
         self.pump.catch_up().await;
         // Whether anyone could answer is decided before the request goes out: an approver who
         // leaves after seeing it is covered by the grace period below, not refused at once.
         let approver_present = self.gate.has_approver();
-        let (request_id, answer) = self.approvals.open(&call.tool_name);
+        let (request_id, answer) = self.approvals.open(approval_key);
         self.emit(SessionEvent::ApprovalRequested {
             request_id: request_id.clone(),
-            tool_call_id: call.call_id.clone(),
-            tool_name: call.tool_name.clone(),
+            tool_call_id: call_id.to_string(),
+            tool_name: tool_name.to_string(),
             arguments: arguments.clone(),
             reason,
         });
@@ -357,18 +386,18 @@ impl CodingSession {
                     resolved_by: DAEMON_RESOLVER.into(),
                 });
             }
-            return ToolCallDecision::Block { reason: NO_APPROVER_REASON.into() };
+            return Err(NO_APPROVER_REASON.into());
         }
         self.notify_hooks(
             "permission_prompt",
-            format!("rein needs your permission to use {}", call.tool_name),
+            format!("rein needs your permission to use {tool_name}"),
         );
         let pending = PendingApproval { session: self, request_id };
         let mut answer = answer;
         let grace = self.env().defaults.approval_grace;
         let answer = tokio::select! {
             answer = &mut answer => answer.ok(),
-            () = call.cancel.cancelled() => None,
+            () = cancel.cancelled() => None,
             () = self.gate.abandoned(grace) => {
                 if self.approvals.withdraw(&pending.request_id) {
                     self.emit(SessionEvent::ApprovalResolved {
@@ -377,7 +406,7 @@ impl CodingSession {
                         reason: Some(NO_APPROVER_LEFT_REASON.into()),
                         resolved_by: DAEMON_RESOLVER.into(),
                     });
-                    return ToolCallDecision::Block { reason: NO_APPROVER_LEFT_REASON.into() };
+                    return Err(NO_APPROVER_LEFT_REASON.into());
                 }
                 // An answer came in just before the deadline: it wins.
                 answer.try_recv().ok()
@@ -386,17 +415,15 @@ impl CodingSession {
         drop(pending);
         match answer {
             Some(answer) => match answer.decision {
-                ApprovalDecision::AllowOnce | ApprovalDecision::AllowSession => {
-                    self.let_run(call, rewritten)
-                }
-                ApprovalDecision::Deny => ToolCallDecision::Block {
-                    reason: match answer.reason.filter(|r| !r.trim().is_empty()) {
+                ApprovalDecision::AllowOnce | ApprovalDecision::AllowSession => Ok(()),
+                ApprovalDecision::Deny => {
+                    Err(match answer.reason.filter(|r| !r.trim().is_empty()) {
                         Some(reason) => format!("the user denied this call: {reason}"),
                         None => "the user denied this call".to_string(),
-                    },
-                },
+                    })
+                }
             },
-            None => ToolCallDecision::Block { reason: APPROVAL_CANCELLED_REASON.into() },
+            None => Err(APPROVAL_CANCELLED_REASON.into()),
         }
     }
 

@@ -62,6 +62,7 @@ mod command_hooks;
 mod context;
 mod environment;
 mod error;
+mod escalation;
 mod history;
 mod hooks;
 mod journal;
@@ -115,6 +116,8 @@ pub const DAEMON_RESOLVER: &str = "daemon";
 #[derive(Debug, Default)]
 struct LoadExtensions {
     mcp_servers: std::collections::BTreeMap<String, rein_protocol::mcp::McpServerConfig>,
+    /// The sandbox asked for at creation; the configured one when `None`.
+    sandbox: Option<rein_protocol::method::SandboxMode>,
 }
 
 /// What keeps a session from starting a run while it lasts.
@@ -231,6 +234,13 @@ impl CodingSession {
         // Read before the file is created, so a broken project file leaves no empty session.
         let project =
             ProjectConfig::load(&context_sources(&env, &params.cwd).load().project_config)?;
+        // A sandbox that cannot be had fails the call before a session file exists.
+        crate::environment::for_session(
+            params.sandbox.unwrap_or(env.defaults.sandbox),
+            &cwd,
+            &env.defaults.sandbox_settings,
+            &env.defaults.hidden_files,
+        )?;
         let mut file = env.store.create(&params.cwd)?;
         if let Some(name) = params.name.clone() {
             file.set_name(Some(name))?;
@@ -242,7 +252,8 @@ impl CodingSession {
             .approval_policy
             .or(project.approval_policy)
             .unwrap_or(env.defaults.approval_policy);
-        let extensions = LoadExtensions { mcp_servers: params.mcp_servers.clone() };
+        let extensions =
+            LoadExtensions { mcp_servers: params.mcp_servers.clone(), sandbox: params.sandbox };
         let session = Self::load(env, file, model, thinking, policy, sink, gate, extensions)?;
         session.record_settings()?;
         session.session_start_hooks("startup").await;
@@ -291,7 +302,18 @@ impl CodingSession {
         let id = file.id().to_string();
         let cwd = file.cwd().to_string();
         let messages = file.request_messages();
+        let sandbox = extensions.sandbox.unwrap_or(env.defaults.sandbox);
+        let environment = crate::environment::for_session(
+            sandbox,
+            Path::new(&cwd),
+            &env.defaults.sandbox_settings,
+            &env.defaults.hidden_files,
+        )?;
+        tracing::debug!(session = %id, environment = %environment.describe(), "tools' environment");
+        let escalation = escalation::SessionEscalation::default();
         let tool_context = ToolContext {
+            env: environment,
+            escalation: Some(Arc::new(escalation.clone())),
             cwd: PathBuf::from(&cwd),
             images_allowed: model.info.images,
             bash: env.defaults.bash.clone(),
@@ -324,6 +346,7 @@ impl CodingSession {
         let journal = Arc::new(Journal::new(file, sink.clone()));
         let hook_runner = command_hooks::session_hook_runner(&env, Path::new(&cwd), trusted);
         Ok(Arc::new_cyclic(|me: &Weak<CodingSession>| {
+            escalation.bind(me.clone());
             harness.set_hooks(Arc::new(hooks::SessionHooks::new(me.clone())));
             let stopper = me.clone();
             let on_failure: pump::OnFailure = Box::new(move || {

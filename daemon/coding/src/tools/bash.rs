@@ -5,24 +5,25 @@
 //! output and standard error share one pipe, so their lines arrive in the order they were
 //! written. [`run_command`] is public so the host can reuse it for user shell commands.
 
+use std::ffi::OsString;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use futures::future::BoxFuture;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use rein_agent::{ExecutionMode, Tool, ToolInvocation, ToolOutput};
+use rein_agent::ToolOutput;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio::io::AsyncReadExt;
 use tokio_util::sync::CancellationToken;
 
 use super::capture::{CapturedOutput, OutputCapture, Utf8Chunks};
 use super::spill::{self, SpillLimits};
-use super::{ToolContext, parse_arguments};
+use super::{ToolCall, ToolContext, ToolSpec, TypedTool};
 
 /// How long output is still collected after the shell exited, while something it left in the
 /// background keeps the pipe open.
@@ -99,12 +100,43 @@ impl CommandOutcome {
     }
 }
 
-/// Runs `request`, handing each chunk of output to `on_output` as it arrives. Cancelling
-/// `cancel`, reaching the timeout, or dropping the returned future kills the command's whole
-/// process group. Errors are failures to start the command at all.
+/// Runs `request` on the host, handing each chunk of output to `on_output` as it arrives.
+/// Cancelling `cancel`, reaching the timeout, or dropping the returned future kills the
+/// command's whole process group. Errors are failures to start the command at all.
 pub async fn run_command(
     request: &CommandRequest,
-    mut on_output: impl FnMut(&str),
+    mut on_output: impl FnMut(&str) + Send,
+    cancel: &CancellationToken,
+) -> std::io::Result<CommandOutcome> {
+    run_launched(request, &Launch::shell(request), &mut on_output, cancel).await
+}
+
+/// The process that runs a command: the shell itself, or a sandbox wrapping it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    /// The program started (through the parent-death launcher, see
+    /// [`crate::process_groups::command`]).
+    pub program: PathBuf,
+    /// Its arguments.
+    pub args: Vec<OsString>,
+    /// `None`: the daemon's environment minus [`CommandRequest::hidden_env`]. `Some`: only
+    /// these variables.
+    pub env: Option<Vec<(OsString, OsString)>>,
+}
+
+impl Launch {
+    /// `<shell> -c <command>` on the host.
+    pub fn shell(request: &CommandRequest) -> Self {
+        let shell = request.shell.clone().unwrap_or_else(|| default_shell().to_path_buf());
+        Self { program: shell, args: vec!["-c".into(), request.command.clone().into()], env: None }
+    }
+}
+
+/// Runs `request` as `launch` says: see [`run_command`].
+pub(crate) async fn run_launched(
+    request: &CommandRequest,
+    launch: &Launch,
+    on_output: &mut (dyn FnMut(&str) + Send),
     cancel: &CancellationToken,
 ) -> std::io::Result<CommandOutcome> {
     if !request.cwd.is_dir() {
@@ -114,11 +146,19 @@ pub async fn run_command(
         ));
     }
     let (reader, writer) = std::io::pipe()?;
-    let shell = request.shell.clone().unwrap_or_else(|| default_shell().to_path_buf());
-    let mut command = crate::process_groups::command(&shell);
+    let mut command = crate::process_groups::command(&launch.program);
+    command.args(&launch.args);
+    match &launch.env {
+        None => {
+            for variable in &request.hidden_env {
+                command.env_remove(variable);
+            }
+        }
+        Some(variables) => {
+            command.env_clear().envs(variables.iter().map(|(k, v)| (k, v)));
+        }
+    }
     command
-        .arg("-c")
-        .arg(&request.command)
         .current_dir(&request.cwd)
         .stdin(Stdio::null())
         .stdout(writer.try_clone()?)
@@ -128,9 +168,6 @@ pub async fn run_command(
         .env("GIT_TERMINAL_PROMPT", "0")
         .process_group(0)
         .kill_on_drop(true);
-    for variable in &request.hidden_env {
-        command.env_remove(variable);
-    }
     let started = Instant::now();
     let mut child = command.spawn()?;
     let _recorded = crate::process_groups::record(child.id());
@@ -143,7 +180,7 @@ pub async fn run_command(
     let mut output = OutputForwarder {
         capture: OutputCapture::new(&request.output_dir, request.spill),
         chunks: Utf8Chunks::default(),
-        on_output: &mut on_output,
+        on_output,
     };
     let mut buffer = vec![0u8; 16 * 1024];
     let deadline = tokio::time::sleep(request.timeout.min(MAX_TIMEOUT));
@@ -212,13 +249,13 @@ pub async fn run_command(
 }
 
 /// Sends each chunk of output both to the capture and, as text, to the caller.
-struct OutputForwarder<'a, F: FnMut(&str)> {
+struct OutputForwarder<'a> {
     capture: OutputCapture,
     chunks: Utf8Chunks,
-    on_output: &'a mut F,
+    on_output: &'a mut (dyn FnMut(&str) + Send),
 }
 
-impl<F: FnMut(&str)> OutputForwarder<'_, F> {
+impl OutputForwarder<'_> {
     fn push(&mut self, bytes: &[u8]) {
         self.capture.push(bytes);
         let text = self.chunks.push(bytes);
@@ -289,98 +326,134 @@ pub(crate) fn default_shell() -> &'static Path {
 }
 
 /// The `bash` tool.
-pub struct BashTool {
-    ctx: Arc<ToolContext>,
-}
+pub struct BashTool;
 
-impl BashTool {
-    /// A `bash` tool for one session.
-    pub fn new(ctx: Arc<ToolContext>) -> Self {
-        Self { ctx }
+impl TypedTool for BashTool {
+    type Args = BashArgs;
+    const SPEC: ToolSpec = ToolSpec::sequential("bash", DESCRIPTION, GUIDANCE);
+
+    async fn run(ctx: Arc<ToolContext>, args: BashArgs, call: ToolCall) -> ToolOutput {
+        let timeout = match args.timeout {
+            None => ctx.bash.default_timeout,
+            Some(seconds) if seconds.is_finite() && seconds > 0.0 => {
+                Duration::from_secs_f64(seconds.min(MAX_TIMEOUT.as_secs_f64()))
+            }
+            Some(seconds) => {
+                return ToolOutput::error(format!(
+                    "timeout must be a positive number of seconds, not {seconds}"
+                ));
+            }
+        };
+        if args.command.trim().is_empty() {
+            return ToolOutput::error("command is empty");
+        }
+        let request = CommandRequest {
+            command: args.command,
+            cwd: ctx.cwd.clone(),
+            shell: ctx.bash.shell.clone(),
+            timeout,
+            output_dir: ctx.output_dir.clone(),
+            spill: ctx.bash.spill,
+            hidden_env: ctx.bash.hidden_env.clone(),
+        };
+        let first = run_streamed(ctx.env.as_ref(), &request, &call).await;
+        let refused = matches!(&first, Ok(outcome) if !outcome.succeeded() && !outcome.cancelled
+            && !outcome.timed_out && looks_refused(&outcome.output));
+        let unconfined = ctx.env.unconfined().filter(|_| refused);
+        let (Ok(outcome), Some(host)) = (&first, unconfined) else {
+            return finish(first, timeout, None);
+        };
+        let why = format!(
+            "`{}` failed in the {} and its output says it was not permitted; run it again \
+             outside the sandbox, on the host?",
+            request.command,
+            ctx.env.describe()
+        );
+        let escalation = match &ctx.escalation {
+            Some(escalation) => {
+                escalation
+                    .allow_unconfined(&call.call_id, &request.command, why, &call.cancel)
+                    .await
+            }
+            None => Err("nobody can be asked here".to_string()),
+        };
+        match escalation {
+            Ok(()) => {
+                let again = run_streamed(host.as_ref(), &request, &call).await;
+                let note = "[The sandbox refused the first attempt; this ran outside the sandbox \
+                            after approval]";
+                finish(again, timeout, Some(note.to_string()))
+            }
+            Err(reason) => {
+                let note = format!(
+                    "[The sandbox ({}) seems to have refused this command; running it outside \
+                     the sandbox needs approval, which was not given: {reason}]",
+                    ctx.env.describe()
+                );
+                finish(Ok(outcome.clone()), timeout, Some(note))
+            }
+        }
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Arguments {
+/// The arguments of `bash`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct BashArgs {
+    /// The command line to run (with bash -c, or sh -c without bash).
     command: String,
+    /// Seconds before the command is killed (default 120).
+    #[schemars(extend("exclusiveMinimum" = 0))]
     timeout: Option<f64>,
 }
 
-impl Tool for BashTool {
-    fn name(&self) -> &str {
-        "bash"
-    }
+/// Runs `request` in `env`, streaming its output as the call's updates; the last update is
+/// out before this returns.
+async fn run_streamed(
+    env: &dyn crate::environment::Environment,
+    request: &CommandRequest,
+    call: &ToolCall,
+) -> std::io::Result<CommandOutcome> {
+    let (mut on_output, delivered) = coalesced_updates(call.updates.clone());
+    let outcome = env.run(request, &mut on_output, &call.cancel).await;
+    drop(on_output);
+    let _ = delivered.await;
+    outcome
+}
 
-    fn description(&self) -> &str {
-        DESCRIPTION
+/// The tool result for a command that ran (or did not start), with an extra note.
+fn finish(
+    outcome: std::io::Result<CommandOutcome>,
+    timeout: Duration,
+    note: Option<String>,
+) -> ToolOutput {
+    let mut output = match outcome {
+        Ok(outcome) => result(&outcome, timeout),
+        Err(err) => return ToolOutput::error(format!("Cannot run the command: {err}")),
+    };
+    if let Some(note) = note
+        && let Some(rein_protocol::message::ContentBlock::Text { text, .. }) =
+            output.content.first_mut()
+    {
+        text.push_str("\n\n");
+        text.push_str(&note);
     }
+    output
+}
 
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "command": {
-                    "type": "string",
-                    "description": "The command line to run (with bash -c, or sh -c without bash)."
-                },
-                "timeout": {
-                    "type": "number",
-                    "exclusiveMinimum": 0,
-                    "description": "Seconds before the command is killed (default 120)."
-                }
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        })
-    }
-
-    fn guidance(&self) -> Option<&str> {
-        Some(GUIDANCE)
-    }
-
-    fn mode(&self) -> ExecutionMode {
-        ExecutionMode::Sequential
-    }
-
-    fn execute(&self, invocation: ToolInvocation) -> BoxFuture<'_, ToolOutput> {
-        Box::pin(async move {
-            let args: Arguments = match parse_arguments(self.name(), &invocation.arguments) {
-                Ok(args) => args,
-                Err(output) => return output,
-            };
-            let timeout = match args.timeout {
-                None => self.ctx.bash.default_timeout,
-                Some(seconds) if seconds.is_finite() && seconds > 0.0 => {
-                    Duration::from_secs_f64(seconds.min(MAX_TIMEOUT.as_secs_f64()))
-                }
-                Some(seconds) => {
-                    return ToolOutput::error(format!(
-                        "timeout must be a positive number of seconds, not {seconds}"
-                    ));
-                }
-            };
-            if args.command.trim().is_empty() {
-                return ToolOutput::error("command is empty");
-            }
-            let request = CommandRequest {
-                command: args.command,
-                cwd: self.ctx.cwd.clone(),
-                shell: self.ctx.bash.shell.clone(),
-                timeout,
-                output_dir: self.ctx.output_dir.clone(),
-                spill: self.ctx.bash.spill,
-                hidden_env: self.ctx.bash.hidden_env.clone(),
-            };
-            let (on_output, delivered) = coalesced_updates(invocation.updates.clone());
-            let outcome = run_command(&request, on_output, &invocation.cancel).await;
-            // The last batch goes out before the result does.
-            let _ = delivered.await;
-            match outcome {
-                Ok(outcome) => result(&outcome, timeout),
-                Err(err) => ToolOutput::error(format!("Cannot run the command: {err}")),
-            }
-        })
-    }
+/// Whether a failed command's output reads like the sandbox refused it: a write to a
+/// read-only mount, a denied operation, or no network.
+fn looks_refused(output: &str) -> bool {
+    const SIGNS: [&str; 7] = [
+        "Read-only file system",
+        "Permission denied",
+        "Operation not permitted",
+        "Network is unreachable",
+        "Could not resolve host",
+        "Temporary failure in name resolution",
+        "Name or service not known",
+    ];
+    SIGNS.iter().any(|sign| output.contains(sign))
 }
 
 /// Output is forwarded as an update at most this often ...
@@ -394,7 +467,7 @@ const UPDATE_BYTES: usize = 16 * 1024;
 /// task that sends the last batch once the callback is dropped.
 fn coalesced_updates(
     updates: rein_agent::ToolUpdateSink,
-) -> (impl FnMut(&str), tokio::task::JoinHandle<()>) {
+) -> (impl FnMut(&str) + Send, tokio::task::JoinHandle<()>) {
     let (sender, mut chunks) = tokio::sync::mpsc::unbounded_channel::<String>();
     let task = tokio::spawn(async move {
         let mut pending = String::new();

@@ -7,16 +7,14 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
-use rein_agent::{ExecutionMode, Tool, ToolInvocation, ToolOutput};
+use rein_agent::ToolOutput;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ToolContext, blocking, parse_arguments};
-use crate::atomic::write_atomic;
+use super::{ToolCall, ToolContext, ToolSpec, TypedTool};
 use crate::edit_match::{MatchKind, Replacement, apply_replacements, unified_diff};
-use crate::file_tracker::{FileStamp, FileTracker};
-use crate::paths;
+use crate::file_tracker::FileStamp;
 
 const BOM: &str = "\u{feff}";
 
@@ -30,119 +28,64 @@ lines around the change. If the file changed since you read it, the edit is refu
 again. To make several changes to one file, pass them as several edits in one call.";
 
 /// The `edit` tool.
-pub struct EditTool {
-    ctx: Arc<ToolContext>,
-}
+pub struct EditTool;
 
-impl EditTool {
-    /// An `edit` tool for one session.
-    pub fn new(ctx: Arc<ToolContext>) -> Self {
-        Self { ctx }
+impl TypedTool for EditTool {
+    type Args = EditArgs;
+    const SPEC: ToolSpec = ToolSpec::sequential("edit", DESCRIPTION, GUIDANCE);
+
+    async fn run(ctx: Arc<ToolContext>, args: EditArgs, call: ToolCall) -> ToolOutput {
+        let file = match ctx.lock_for_change(&args.path).await {
+            Ok(file) => file,
+            Err(output) => return output,
+        };
+        let request = EditRequest {
+            path: file.path.clone(),
+            shown: file.shown.clone(),
+            replacements: args
+                .edits
+                .into_iter()
+                .map(|e| Replacement::new(e.old_text, e.new_text))
+                .collect(),
+            ctx: ctx.clone(),
+        };
+        call.blocking(move || request.run()).await
     }
 }
 
-#[derive(Debug, Deserialize)]
-struct Arguments {
+/// The arguments of `edit`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct EditArgs {
+    /// File to edit, relative to the working directory or absolute.
     path: String,
+    /// Replacements to make; each oldText must match exactly once.
+    #[schemars(length(min = 1))]
     edits: Vec<EditArgument>,
 }
 
-#[derive(Debug, Deserialize)]
+// One replacement (no doc comment: it would become a description the schema never had).
+#[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
 struct EditArgument {
+    /// Exact text to replace (non-empty, unique in the file).
     old_text: String,
+    /// Text to put in its place.
     new_text: String,
-}
-
-impl Tool for EditTool {
-    fn name(&self) -> &str {
-        "edit"
-    }
-
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "File to edit, relative to the working directory or absolute."
-                },
-                "edits": {
-                    "type": "array",
-                    "minItems": 1,
-                    "description": "Replacements to make; each oldText must match exactly once.",
-                    "items": {
-                        "type": "object",
-                        "properties": {
-                            "oldText": {
-                                "type": "string",
-                                "description": "Exact text to replace (non-empty, unique in the file)."
-                            },
-                            "newText": {
-                                "type": "string",
-                                "description": "Text to put in its place."
-                            }
-                        },
-                        "required": ["oldText", "newText"],
-                        "additionalProperties": false
-                    }
-                }
-            },
-            "required": ["path", "edits"],
-            "additionalProperties": false
-        })
-    }
-
-    fn guidance(&self) -> Option<&str> {
-        Some(GUIDANCE)
-    }
-
-    fn mode(&self) -> ExecutionMode {
-        ExecutionMode::Sequential
-    }
-
-    fn execute(&self, invocation: ToolInvocation) -> BoxFuture<'_, ToolOutput> {
-        Box::pin(async move {
-            let args: Arguments = match parse_arguments(self.name(), &invocation.arguments) {
-                Ok(args) => args,
-                Err(output) => return output,
-            };
-            let path = paths::resolve(&self.ctx.cwd, &args.path);
-            let shown = paths::display(&self.ctx.cwd, &path);
-            if self.ctx.is_hidden(&path) {
-                return super::hidden_file_error(&shown);
-            }
-            let _guard = self.ctx.locks.lock(&path).await;
-            let request = EditRequest {
-                path,
-                shown,
-                replacements: args
-                    .edits
-                    .into_iter()
-                    .map(|e| Replacement::new(e.old_text, e.new_text))
-                    .collect(),
-                tracker: self.ctx.files.clone(),
-            };
-            blocking("edit", move || request.run()).await
-        })
-    }
 }
 
 struct EditRequest {
     path: PathBuf,
     shown: String,
     replacements: Vec<Replacement>,
-    tracker: FileTracker,
+    ctx: Arc<ToolContext>,
 }
 
 impl EditRequest {
     fn run(self) -> ToolOutput {
         let shown = &self.shown;
-        let bytes = match std::fs::read(&self.path) {
+        let bytes = match self.ctx.env.read(&self.path) {
             Ok(bytes) => bytes,
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
                 return ToolOutput::error(format!(
@@ -151,7 +94,7 @@ impl EditRequest {
             }
             Err(err) => return ToolOutput::error(format!("Cannot read {shown}: {err}")),
         };
-        if let Err(changed) = self.tracker.check(&self.path, &bytes) {
+        if let Err(changed) = self.ctx.files.check(&self.path, &bytes) {
             return ToolOutput::error(format!(
                 "{shown} changed on disk since you last read it ({} bytes then, {} now). Read \
                  it again before editing.",
@@ -170,10 +113,10 @@ impl EditRequest {
             }
         };
         let written = style.restore(&outcome.text);
-        if let Err(err) = write_atomic(&self.path, written.as_bytes()) {
+        if let Err(err) = self.ctx.env.write(&self.path, written.as_bytes()) {
             return ToolOutput::error(format!("Cannot write {shown}: {err}"));
         }
-        self.tracker.record(&self.path, FileStamp::of(&self.path, written.as_bytes()));
+        self.ctx.files.record(&self.path, FileStamp::of(&self.path, written.as_bytes()));
         self.report(&before, &outcome)
     }
 

@@ -1,15 +1,13 @@
 //! `find`: list files and directories whose names or paths match a glob.
 
-use std::sync::Arc;
-
-use futures::future::BoxFuture;
-use rein_agent::{ExecutionMode, Tool, ToolInvocation, ToolOutput};
+use rein_agent::ToolOutput;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::walk::{PathGlob, walker};
-use super::{MAX_OUTPUT_BYTES, ToolContext, blocking, parse_arguments};
+use super::walk::PathGlob;
+use super::{BlockingTool, Limit, MAX_OUTPUT_BYTES, ToolContext, ToolSpec, with_note};
 use crate::paths;
 
 /// Paths returned when the call gives no limit.
@@ -24,140 +22,89 @@ const GUIDANCE: &str = "Use find to locate files by name; use grep to search the
 and ls to look at one directory.";
 
 /// The `find` tool.
-pub struct FindTool {
-    ctx: Arc<ToolContext>,
-}
+pub struct FindTool;
 
-impl FindTool {
-    /// A `find` tool for one session.
-    pub fn new(ctx: Arc<ToolContext>) -> Self {
-        Self { ctx }
-    }
-}
+impl BlockingTool for FindTool {
+    type Args = FindArgs;
+    const SPEC: ToolSpec = ToolSpec::parallel("find", DESCRIPTION, GUIDANCE);
 
-#[derive(Debug, Deserialize)]
-struct Arguments {
-    pattern: String,
-    path: Option<String>,
-    limit: Option<usize>,
-}
-
-impl Tool for FindTool {
-    fn name(&self) -> &str {
-        "find"
-    }
-
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {
-                    "type": "string",
-                    "description": "Glob to match, e.g. `*.rs` or `src/**/mod.rs`."
-                },
-                "path": {
-                    "type": "string",
-                    "description": "Directory to search (default: the working directory)."
-                },
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "Most paths to return (default 1000)."
-                }
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
-    }
-
-    fn guidance(&self) -> Option<&str> {
-        Some(GUIDANCE)
-    }
-
-    fn mode(&self) -> ExecutionMode {
-        ExecutionMode::Parallel
-    }
-
-    fn execute(&self, invocation: ToolInvocation) -> BoxFuture<'_, ToolOutput> {
-        Box::pin(async move {
-            let args: Arguments = match parse_arguments(self.name(), &invocation.arguments) {
-                Ok(args) => args,
-                Err(output) => return output,
-            };
-            let ctx = self.ctx.clone();
-            let cancel = invocation.cancel.clone();
-            blocking("find", move || find(&ctx, &args, &cancel)).await
-        })
-    }
-}
-
-fn find(ctx: &ToolContext, args: &Arguments, cancel: &CancellationToken) -> ToolOutput {
-    let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
-    if limit == 0 {
-        return ToolOutput::error("limit must be at least 1");
-    }
-    let glob = match PathGlob::new(&args.pattern) {
-        Ok(glob) => glob,
-        Err(err) => return ToolOutput::error(format!("Invalid glob: {err}")),
-    };
-    let root = paths::resolve(&ctx.cwd, args.path.as_deref().unwrap_or("."));
-    let root_shown = paths::display(&ctx.cwd, &root);
-    if !root.is_dir() {
-        return ToolOutput::error(format!("Not a directory: {root_shown}"));
-    }
-    let mut found = Vec::new();
-    let mut truncated = false;
-    for entry in walker(&root).build() {
-        if cancel.is_cancelled() {
-            return ToolOutput::error("find was cancelled");
+    fn run_blocking(ctx: &ToolContext, args: FindArgs, cancel: &CancellationToken) -> ToolOutput {
+        let glob = match PathGlob::new(&args.pattern) {
+            Ok(glob) => glob,
+            Err(err) => return ToolOutput::error(format!("Invalid glob: {err}")),
+        };
+        let root = paths::resolve(&ctx.cwd, args.path.as_deref().unwrap_or("."));
+        let limit = Limit::or(args.limit, DEFAULT_LIMIT);
+        let root_shown = paths::display(&ctx.cwd, &root);
+        if !ctx.env.stat(&root).is_ok_and(|meta| meta.is_dir()) {
+            return ToolOutput::error(format!("Not a directory: {root_shown}"));
         }
-        let Ok(entry) = entry else { continue };
-        if entry.depth() == 0 {
-            continue;
+        let walk = match ctx.env.walk(&root) {
+            Ok(walk) => walk,
+            Err(err) => return ToolOutput::error(format!("Cannot search {root_shown}: {err}")),
+        };
+        let mut found = Vec::new();
+        let mut truncated = false;
+        for entry in walk.build() {
+            if cancel.is_cancelled() {
+                return ToolOutput::error("find was cancelled");
+            }
+            let Ok(entry) = entry else { continue };
+            if entry.depth() == 0 {
+                continue;
+            }
+            let relative = entry.path().strip_prefix(&root).unwrap_or(entry.path());
+            if !glob.is_match(relative) {
+                continue;
+            }
+            if found.len() == limit {
+                truncated = true;
+                break;
+            }
+            let mut shown = paths::display(&ctx.cwd, entry.path());
+            if entry.file_type().is_some_and(|t| t.is_dir()) {
+                shown.push('/');
+            }
+            found.push(shown);
         }
-        let relative = entry.path().strip_prefix(&root).unwrap_or(entry.path());
-        if !glob.is_match(relative) {
-            continue;
-        }
-        if found.len() == limit {
-            truncated = true;
-            break;
-        }
-        let mut shown = paths::display(&ctx.cwd, entry.path());
-        if entry.file_type().is_some_and(|t| t.is_dir()) {
-            shown.push('/');
-        }
-        found.push(shown);
-    }
-    found.sort();
+        found.sort();
 
-    let mut text = String::new();
-    let mut shown = 0;
-    for path in &found {
-        if text.len() + path.len() + 1 > MAX_OUTPUT_BYTES {
-            truncated = true;
-            break;
+        let mut text = String::new();
+        let mut shown = 0;
+        for path in &found {
+            if text.len() + path.len() + 1 > MAX_OUTPUT_BYTES {
+                truncated = true;
+                break;
+            }
+            text.push_str(path);
+            text.push('\n');
+            shown += 1;
         }
-        text.push_str(path);
-        text.push('\n');
-        shown += 1;
-    }
-    let details = json!({ "count": shown, "truncated": truncated });
-    if found.is_empty() {
-        return ToolOutput::text(format!("No files matching `{}` in {root_shown}", args.pattern))
+        let details = json!({ "count": shown, "truncated": truncated });
+        if found.is_empty() {
+            return ToolOutput::text(format!(
+                "No files matching `{}` in {root_shown}",
+                args.pattern
+            ))
             .with_details(details);
+        }
+        let note = truncated.then(|| {
+            format!("[Showing the first {shown} matches; narrow the pattern or raise limit]")
+        });
+        with_note(text.trim_end().to_string(), note, details)
     }
-    let mut text = text.trim_end().to_string();
-    if truncated {
-        text.push_str(&format!(
-            "\n\n[Showing the first {shown} matches; narrow the pattern or raise limit]"
-        ));
-    }
-    ToolOutput::text(text).with_details(details)
+}
+
+/// The arguments of `find`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct FindArgs {
+    /// Glob to match, e.g. `*.rs` or `src/**/mod.rs`.
+    pattern: String,
+    /// Directory to search (default: the working directory).
+    path: Option<String>,
+    /// Most paths to return (default 1000).
+    limit: Option<Limit>,
 }
 
 #[cfg(test)]

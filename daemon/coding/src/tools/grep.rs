@@ -1,18 +1,17 @@
 //! `grep`: search file contents with a regular expression, as ripgrep does.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
-use rein_agent::{ExecutionMode, Tool, ToolInvocation, ToolOutput};
+use rein_agent::ToolOutput;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
-use super::walk::{PathGlob, walker};
-use super::{MAX_OUTPUT_BYTES, ToolContext, blocking, clip_line, parse_arguments};
+use super::walk::PathGlob;
+use super::{BlockingTool, Limit, MAX_OUTPUT_BYTES, ToolContext, ToolSpec, clip_line, with_note};
 use crate::paths;
 
 /// Matches returned when the call gives no limit.
@@ -33,156 +32,106 @@ files. Escape regex metacharacters when searching for literal code (`foo\\(`). N
 path and glob rather than raising the limit.";
 
 /// The `grep` tool.
-pub struct GrepTool {
-    ctx: Arc<ToolContext>,
-}
+pub struct GrepTool;
 
-impl GrepTool {
-    /// A `grep` tool for one session.
-    pub fn new(ctx: Arc<ToolContext>) -> Self {
-        Self { ctx }
-    }
-}
+impl BlockingTool for GrepTool {
+    type Args = GrepArgs;
+    const SPEC: ToolSpec = ToolSpec::parallel("grep", DESCRIPTION, GUIDANCE);
 
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Arguments {
-    pattern: String,
-    path: Option<String>,
-    glob: Option<String>,
-    #[serde(default)]
-    ignore_case: bool,
-    context: Option<usize>,
-    limit: Option<usize>,
-}
-
-impl Tool for GrepTool {
-    fn name(&self) -> &str {
-        "grep"
-    }
-
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "pattern": {
-                    "type": "string",
-                    "description": "Regular expression to search for."
-                },
-                "path": {
-                    "type": "string",
-                    "description": "Directory or file to search (default: the working directory)."
-                },
-                "glob": {
-                    "type": "string",
-                    "description": "Only search files matching this glob, e.g. `*.rs` or `src/**/*.ts`."
-                },
-                "ignoreCase": {
-                    "type": "boolean",
-                    "description": "Match case-insensitively (default false)."
-                },
-                "context": {
-                    "type": "integer",
-                    "minimum": 0,
-                    "description": "Lines of context to show before and after each match (default 0)."
-                },
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "Most matches to return (default 100)."
-                }
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        })
-    }
-
-    fn guidance(&self) -> Option<&str> {
-        Some(GUIDANCE)
-    }
-
-    fn mode(&self) -> ExecutionMode {
-        ExecutionMode::Parallel
-    }
-
-    fn execute(&self, invocation: ToolInvocation) -> BoxFuture<'_, ToolOutput> {
-        Box::pin(async move {
-            let args: Arguments = match parse_arguments(self.name(), &invocation.arguments) {
-                Ok(args) => args,
-                Err(output) => return output,
-            };
-            let ctx = self.ctx.clone();
-            let cancel = invocation.cancel.clone();
-            blocking("grep", move || grep(&ctx, &args, &cancel)).await
-        })
-    }
-}
-
-fn grep(ctx: &ToolContext, args: &Arguments, cancel: &CancellationToken) -> ToolOutput {
-    let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
-    if limit == 0 {
-        return ToolOutput::error("limit must be at least 1");
-    }
-    let matcher =
-        match RegexMatcherBuilder::new().case_insensitive(args.ignore_case).build(&args.pattern) {
+    fn run_blocking(ctx: &ToolContext, args: GrepArgs, cancel: &CancellationToken) -> ToolOutput {
+        let matcher = match RegexMatcherBuilder::new()
+            .case_insensitive(args.ignore_case)
+            .build(&args.pattern)
+        {
             Ok(matcher) => matcher,
             Err(err) => return ToolOutput::error(format!("Invalid regular expression: {err}")),
         };
-    let glob = match args.glob.as_deref().map(PathGlob::new).transpose() {
-        Ok(glob) => glob,
-        Err(err) => return ToolOutput::error(format!("Invalid glob: {err}")),
-    };
-    let root = paths::resolve(&ctx.cwd, args.path.as_deref().unwrap_or("."));
-    if !root.exists() {
-        return ToolOutput::error(format!("Path not found: {}", paths::display(&ctx.cwd, &root)));
-    }
-    let context = args.context.unwrap_or(0).min(MAX_CONTEXT);
-    let mut searcher = SearcherBuilder::new()
-        .line_number(true)
-        .before_context(context)
-        .after_context(context)
-        .binary_detection(BinaryDetection::quit(0))
-        .build();
-
-    let mut results = Results::new(limit, context > 0);
-    for entry in walker(&root).build() {
-        if cancel.is_cancelled() {
-            return ToolOutput::error("grep was cancelled");
+        let glob = match args.glob.as_deref().map(PathGlob::new).transpose() {
+            Ok(glob) => glob,
+            Err(err) => return ToolOutput::error(format!("Invalid glob: {err}")),
+        };
+        let root = paths::resolve(&ctx.cwd, args.path.as_deref().unwrap_or("."));
+        let limit = Limit::or(args.limit, DEFAULT_LIMIT);
+        if ctx.env.stat(&root).is_err_and(|err| err.kind() == std::io::ErrorKind::NotFound) {
+            return ToolOutput::error(format!(
+                "Path not found: {}",
+                paths::display(&ctx.cwd, &root)
+            ));
         }
-        let entry = match entry {
-            Ok(entry) => entry,
+        let walk = match ctx.env.walk(&root) {
+            Ok(walk) => walk,
             Err(err) => {
-                tracing::debug!(error = %err, "grep skipped an entry");
-                continue;
+                let shown = paths::display(&ctx.cwd, &root);
+                return ToolOutput::error(format!("Cannot search {shown}: {err}"));
             }
         };
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
+        let context = args.context.unwrap_or(0).min(MAX_CONTEXT);
+        let mut searcher = SearcherBuilder::new()
+            .line_number(true)
+            .before_context(context)
+            .after_context(context)
+            .binary_detection(BinaryDetection::quit(0))
+            .build();
+
+        let mut results = Results::new(limit, context > 0);
+        for entry in walk.build() {
+            if cancel.is_cancelled() {
+                return ToolOutput::error("grep was cancelled");
+            }
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(err) => {
+                    tracing::debug!(error = %err, "grep skipped an entry");
+                    continue;
+                }
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                continue;
+            }
+            if ctx.is_hidden(entry.path()) {
+                continue;
+            }
+            let relative = entry.path().strip_prefix(&root).unwrap_or(entry.path());
+            if let Some(glob) = &glob
+                && entry.depth() > 0
+                && !glob.is_match(relative)
+            {
+                continue;
+            }
+            let shown = paths::display(&ctx.cwd, entry.path());
+            let sink = FileSink { shown: &shown, results: &mut results, first: true };
+            let searched = ctx.env.open(entry.path()).and_then(|file| {
+                searcher.search_file(&matcher, &file, sink).map_err(std::io::Error::other)
+            });
+            if let Err(err) = searched {
+                tracing::debug!(path = %entry.path().display(), error = %err, "grep skipped a file");
+            }
+            if results.stopped() {
+                break;
+            }
         }
-        if ctx.is_hidden(entry.path()) {
-            continue;
-        }
-        let relative = entry.path().strip_prefix(&root).unwrap_or(entry.path());
-        if let Some(glob) = &glob
-            && entry.depth() > 0
-            && !glob.is_match(relative)
-        {
-            continue;
-        }
-        let shown = paths::display(&ctx.cwd, entry.path());
-        let sink = FileSink { shown: &shown, results: &mut results, first: true };
-        if let Err(err) = searcher.search_path(&matcher, entry.path(), sink) {
-            tracing::debug!(path = %entry.path().display(), error = %err, "grep skipped a file");
-        }
-        if results.stopped() {
-            break;
-        }
+        results.into_output(&args.pattern, &root_shown(ctx, &root))
     }
-    results.into_output(&args.pattern, &root_shown(ctx, &root))
+}
+
+/// The arguments of `grep`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(deny_unknown_fields)]
+pub struct GrepArgs {
+    /// Regular expression to search for.
+    pattern: String,
+    /// Directory or file to search (default: the working directory).
+    path: Option<String>,
+    /// Only search files matching this glob, e.g. `*.rs` or `src/**/*.ts`.
+    glob: Option<String>,
+    /// Match case-insensitively (default false).
+    #[serde(default)]
+    ignore_case: bool,
+    /// Lines of context to show before and after each match (default 0).
+    context: Option<usize>,
+    /// Most matches to return (default 100).
+    limit: Option<Limit>,
 }
 
 fn root_shown(ctx: &ToolContext, root: &Path) -> String {
@@ -244,20 +193,21 @@ impl Results {
             return ToolOutput::text(format!("No matches for `{pattern}` in {root}"))
                 .with_details(details);
         }
-        let mut text = self.text.trim_end().to_string();
-        if self.limit_hit {
-            text.push_str(&format!(
-                "\n\n[Stopped after {} matches; narrow the search or raise limit]",
+        let note = if self.limit_hit {
+            Some(format!(
+                "[Stopped after {} matches; narrow the search or raise limit]",
                 self.limit
-            ));
+            ))
         } else if self.bytes_hit {
-            text.push_str(&format!(
-                "\n\n[Stopped at the {} KB output limit after {} matches; narrow the search]",
+            Some(format!(
+                "[Stopped at the {} KB output limit after {} matches; narrow the search]",
                 MAX_OUTPUT_BYTES / 1024,
                 self.matches
-            ));
-        }
-        ToolOutput::text(text).with_details(details)
+            ))
+        } else {
+            None
+        };
+        with_note(self.text.trim_end().to_string(), note, details)
     }
 }
 

@@ -1,14 +1,12 @@
 //! `ls`: the entries of one directory.
 
-use std::sync::Arc;
-
-use futures::future::BoxFuture;
-use rein_agent::{ExecutionMode, Tool, ToolInvocation, ToolOutput};
+use rein_agent::ToolOutput;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
 
-use super::walk::walker;
-use super::{ToolContext, blocking, parse_arguments};
+use super::{BlockingTool, Limit, ToolContext, ToolSpec, with_note};
 use crate::paths;
 
 /// Entries returned when the call gives no limit.
@@ -22,106 +20,62 @@ const GUIDANCE: &str = "Use ls to get oriented in a directory; use find to searc
 tree by name.";
 
 /// The `ls` tool.
-pub struct LsTool {
-    ctx: Arc<ToolContext>,
-}
+pub struct LsTool;
 
-impl LsTool {
-    /// An `ls` tool for one session.
-    pub fn new(ctx: Arc<ToolContext>) -> Self {
-        Self { ctx }
-    }
-}
+impl BlockingTool for LsTool {
+    type Args = LsArgs;
+    const SPEC: ToolSpec = ToolSpec::parallel("ls", DESCRIPTION, GUIDANCE);
 
-#[derive(Debug, Deserialize)]
-struct Arguments {
-    path: Option<String>,
-    limit: Option<usize>,
-}
-
-impl Tool for LsTool {
-    fn name(&self) -> &str {
-        "ls"
-    }
-
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "Directory to list (default: the working directory)."
-                },
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "Most entries to return (default 500)."
+    fn run_blocking(ctx: &ToolContext, args: LsArgs, _cancel: &CancellationToken) -> ToolOutput {
+        let dir = paths::resolve(&ctx.cwd, args.path.as_deref().unwrap_or("."));
+        let shown = paths::display(&ctx.cwd, &dir);
+        let limit = Limit::or(args.limit, DEFAULT_LIMIT);
+        match ctx.env.stat(&dir) {
+            Ok(meta) if meta.is_dir() => {}
+            Ok(_) => {
+                return ToolOutput::error(format!("Not a directory: {shown}; use read for files"));
+            }
+            Err(err) => return ToolOutput::error(format!("Cannot list {shown}: {err}")),
+        }
+        let mut walk = match ctx.env.walk(&dir) {
+            Ok(walk) => walk,
+            Err(err) => return ToolOutput::error(format!("Cannot list {shown}: {err}")),
+        };
+        let mut entries: Vec<String> = walk
+            .max_depth(Some(1))
+            .build()
+            .filter_map(Result::ok)
+            .filter(|entry| entry.depth() == 1)
+            .map(|entry| {
+                let name = entry.file_name().to_string_lossy().into_owned();
+                if entry.file_type().is_some_and(|t| t.is_dir()) {
+                    format!("{name}/")
+                } else {
+                    name
                 }
-            },
-            "additionalProperties": false
-        })
-    }
-
-    fn guidance(&self) -> Option<&str> {
-        Some(GUIDANCE)
-    }
-
-    fn mode(&self) -> ExecutionMode {
-        ExecutionMode::Parallel
-    }
-
-    fn execute(&self, invocation: ToolInvocation) -> BoxFuture<'_, ToolOutput> {
-        Box::pin(async move {
-            let args: Arguments = match parse_arguments(self.name(), &invocation.arguments) {
-                Ok(args) => args,
-                Err(output) => return output,
-            };
-            let ctx = self.ctx.clone();
-            blocking("ls", move || list(&ctx, &args)).await
-        })
+            })
+            .collect();
+        entries.sort_by(|a, b| a.to_lowercase().cmp(&b.to_lowercase()).then_with(|| a.cmp(b)));
+        let total = entries.len();
+        let details = json!({ "path": shown, "entries": total, "truncated": total > limit });
+        if entries.is_empty() {
+            return ToolOutput::text(format!("{shown} is empty")).with_details(details);
+        }
+        entries.truncate(limit);
+        let note = (total > limit)
+            .then(|| format!("[Showing {limit} of {total} entries; raise limit to see more]"));
+        with_note(entries.join("\n"), note, details)
     }
 }
 
-fn list(ctx: &ToolContext, args: &Arguments) -> ToolOutput {
-    let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
-    if limit == 0 {
-        return ToolOutput::error("limit must be at least 1");
-    }
-    let dir = paths::resolve(&ctx.cwd, args.path.as_deref().unwrap_or("."));
-    let shown = paths::display(&ctx.cwd, &dir);
-    match std::fs::metadata(&dir) {
-        Ok(meta) if meta.is_dir() => {}
-        Ok(_) => return ToolOutput::error(format!("Not a directory: {shown}; use read for files")),
-        Err(err) => return ToolOutput::error(format!("Cannot list {shown}: {err}")),
-    }
-    let mut entries: Vec<String> = walker(&dir)
-        .max_depth(Some(1))
-        .build()
-        .filter_map(Result::ok)
-        .filter(|entry| entry.depth() == 1)
-        .map(|entry| {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if entry.file_type().is_some_and(|t| t.is_dir()) { format!("{name}/") } else { name }
-        })
-        .collect();
-    entries.sort_by(|a, b| a.to_lowercase().cmp(&b.to_lowercase()).then_with(|| a.cmp(b)));
-    let total = entries.len();
-    let details = json!({ "path": shown, "entries": total, "truncated": total > limit });
-    if entries.is_empty() {
-        return ToolOutput::text(format!("{shown} is empty")).with_details(details);
-    }
-    entries.truncate(limit);
-    let mut text = entries.join("\n");
-    if total > limit {
-        text.push_str(&format!(
-            "\n\n[Showing {limit} of {total} entries; raise limit to see more]"
-        ));
-    }
-    ToolOutput::text(text).with_details(details)
+/// The arguments of `ls`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct LsArgs {
+    /// Directory to list (default: the working directory).
+    path: Option<String>,
+    /// Most entries to return (default 500).
+    limit: Option<Limit>,
 }
 
 #[cfg(test)]

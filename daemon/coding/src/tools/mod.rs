@@ -1,17 +1,22 @@
-//! The coding tools and what they share: the per-session context, argument parsing and the
-//! output limits.
+//! The coding tools and what they share: the per-session context, the typed tool trait
+//! ([`typed`]) and the output limits.
 //!
-//! Every tool resolves paths against the session's working directory (see [`crate::paths`]),
-//! reports failures as error results the model can read, and never panics on bad input.
+//! Every tool is one file: an argument struct (its doc comments are the schema the model sees)
+//! and a [`TypedTool`] impl. Tools resolve paths against the session's working directory (see
+//! [`crate::paths`]), run commands and touch files only through the session's
+//! [`Environment`](crate::environment::Environment), report failures as error results the
+//! model can read, and never panic on bad input.
 
 mod bash;
 mod capture;
 mod edit;
 mod find;
 mod grep;
+mod limit;
 mod ls;
 mod read;
 pub mod spill;
+pub mod typed;
 mod walk;
 mod write;
 
@@ -20,19 +25,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rein_agent::{Tool, ToolOutput};
-use serde::de::DeserializeOwned;
-use serde_json::Value;
 
+use crate::environment::{Environment, LocalEnvironment};
 use crate::file_locks::FileLocks;
 use crate::file_tracker::FileTracker;
 
-pub(crate) use bash::default_shell;
-pub use bash::{BashTool, CommandOutcome, CommandRequest, run_command};
+pub use bash::{BashTool, CommandOutcome, CommandRequest, Launch, run_command};
+pub(crate) use bash::{default_shell, run_launched};
 pub use edit::EditTool;
 pub use find::FindTool;
 pub use grep::GrepTool;
+pub use limit::Limit;
 pub use ls::LsTool;
 pub use read::ReadTool;
+pub use typed::{BlockingTool, ToolCall, ToolSpec, Typed, TypedTool};
+pub(crate) use walk::walker;
 pub use write::WriteTool;
 
 /// Lines of output a tool result holds at most.
@@ -86,10 +93,29 @@ pub struct ToolContext {
     /// Files no tool reads, searches or changes: the stored API keys (`REIN_HOME/auth.toml`).
     /// (A `bash` command can still reach them by path unless a sandbox hides them.)
     pub hidden_files: Vec<PathBuf>,
+    /// Where commands run and files are touched: the host, or a sandbox.
+    pub env: Arc<dyn Environment>,
+    /// Who is asked before a command the sandbox refused runs outside it; without one it
+    /// never does.
+    pub escalation: Option<Arc<dyn Escalation>>,
+}
+
+/// Asks a person whether a command that failed inside the sandbox for lack of permission may
+/// run again outside it.
+pub trait Escalation: Send + Sync + std::fmt::Debug {
+    /// `Ok` when allowed; `Err` with the reason otherwise (denied, nobody to ask, cancelled).
+    fn allow_unconfined<'a>(
+        &'a self,
+        call_id: &'a str,
+        command: &'a str,
+        why: String,
+        cancel: &'a tokio_util::sync::CancellationToken,
+    ) -> futures::future::BoxFuture<'a, Result<(), String>>;
 }
 
 impl ToolContext {
-    /// A context with default bash settings, images allowed and a fresh file tracker.
+    /// A context with default bash settings, images allowed, a fresh file tracker and the local
+    /// environment.
     pub fn new(cwd: impl Into<PathBuf>, locks: FileLocks, output_dir: impl Into<PathBuf>) -> Self {
         Self {
             cwd: cwd.into(),
@@ -99,6 +125,8 @@ impl ToolContext {
             locks,
             output_dir: output_dir.into(),
             hidden_files: Vec::new(),
+            env: Arc::new(LocalEnvironment::new()),
+            escalation: None,
         }
     }
 
@@ -116,6 +144,30 @@ impl ToolContext {
     }
 }
 
+/// A file a tool is about to change: resolved against the working directory, not one of the
+/// hidden files, and locked against other sessions' tools while the guard lives.
+pub(crate) struct FileToChange {
+    /// The path as the tools use it.
+    pub path: PathBuf,
+    /// The path as results show it.
+    pub shown: String,
+    /// The daemon-wide lock of the file.
+    pub _guard: crate::file_locks::FileLockGuard,
+}
+
+impl ToolContext {
+    /// Resolves `raw`, refuses a hidden file and takes the file's lock.
+    pub(crate) async fn lock_for_change(&self, raw: &str) -> Result<FileToChange, ToolOutput> {
+        let path = crate::paths::resolve(&self.cwd, raw);
+        let shown = crate::paths::display(&self.cwd, &path);
+        if self.is_hidden(&path) {
+            return Err(hidden_file_error(&shown));
+        }
+        let _guard = self.locks.lock(&path).await;
+        Ok(FileToChange { path, shown, _guard })
+    }
+}
+
 /// The error result for a tool call aimed at a hidden file.
 fn hidden_file_error(shown: &str) -> ToolOutput {
     ToolOutput::error(format!("{shown} holds rein's stored API keys; tools may not use it"))
@@ -126,35 +178,23 @@ fn hidden_file_error(shown: &str) -> ToolOutput {
 pub fn coding_tools(ctx: ToolContext) -> Vec<Arc<dyn Tool>> {
     let ctx = Arc::new(ctx);
     vec![
-        Arc::new(ReadTool::new(ctx.clone())),
-        Arc::new(WriteTool::new(ctx.clone())),
-        Arc::new(EditTool::new(ctx.clone())),
-        Arc::new(BashTool::new(ctx.clone())),
-        Arc::new(GrepTool::new(ctx.clone())),
-        Arc::new(FindTool::new(ctx.clone())),
-        Arc::new(LsTool::new(ctx)),
+        Arc::new(Typed::new(ReadTool, ctx.clone())),
+        Arc::new(Typed::new(WriteTool, ctx.clone())),
+        Arc::new(Typed::new(EditTool, ctx.clone())),
+        Arc::new(Typed::new(BashTool, ctx.clone())),
+        Arc::new(Typed::new(GrepTool, ctx.clone())),
+        Arc::new(Typed::new(FindTool, ctx.clone())),
+        Arc::new(Typed::new(LsTool, ctx)),
     ]
 }
 
-/// Parses a tool's arguments, turning a mismatch into an error result that names the tool.
-fn parse_arguments<T: DeserializeOwned>(tool: &str, arguments: &Value) -> Result<T, ToolOutput> {
-    serde_json::from_value(arguments.clone())
-        .map_err(|err| ToolOutput::error(format!("Invalid arguments for {tool}: {err}")))
-}
-
-/// Runs blocking work (file walks, large reads) off the async threads. A panic inside becomes
-/// an error result rather than taking the session down.
-async fn blocking<F>(tool: &str, work: F) -> ToolOutput
-where
-    F: FnOnce() -> ToolOutput + Send + 'static,
-{
-    match tokio::task::spawn_blocking(work).await {
-        Ok(output) => output,
-        Err(err) => {
-            tracing::error!(tool, error = %err, "tool worker failed");
-            ToolOutput::error(format!("{tool} failed internally: {err}"))
-        }
+/// A result of `text` with `note` (why the listing stops where it does) after a blank line.
+fn with_note(mut text: String, note: Option<String>, details: serde_json::Value) -> ToolOutput {
+    if let Some(note) = note {
+        text.push_str("\n\n");
+        text.push_str(&note);
     }
+    ToolOutput::text(text).with_details(details)
 }
 
 /// Cuts `line` to at most `max_chars` characters, saying how much was left out.
@@ -206,6 +246,7 @@ pub(crate) mod test_support {
     use super::*;
     use rein_agent::ToolInvocation;
     use rein_agent::ToolUpdateSink;
+    use serde_json::Value;
     use tokio_util::sync::CancellationToken;
 
     /// A context over a temporary project directory.
@@ -267,7 +308,7 @@ mod tests {
     use super::test_support::*;
     use super::*;
     use rein_agent::ExecutionMode;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     #[test]
     fn every_tool_has_a_schema_description_and_guidance() {
@@ -323,6 +364,41 @@ mod tests {
             let message = text(&output);
             assert!(!message.is_empty(), "{name} {arguments}");
         }
+    }
+
+    /// The schemas providers see are the ones the hand-written JSON gave before the tools were
+    /// typed (`schemas.json` holds them as they were).
+    #[test]
+    fn generated_schemas_match_what_providers_always_saw() {
+        let expected: Value = serde_json::from_str(include_str!("schemas.json")).unwrap();
+        let fixture = Fixture::new();
+        for tool in coding_tools(fixture.ctx.clone()) {
+            assert_eq!(tool.parameters(), expected[tool.name()], "{}", tool.name());
+        }
+    }
+
+    #[test]
+    fn a_schema_is_generated_once_and_shared() {
+        let first = typed::schema_of::<read::ReadArgs>();
+        let fixture = Fixture::new();
+        let _tools = coding_tools(fixture.ctx.clone());
+        assert!(Arc::ptr_eq(&first, &typed::schema_of::<read::ReadArgs>()));
+    }
+
+    #[tokio::test]
+    async fn invalid_arguments_name_the_field_at_fault() {
+        let fixture = Fixture::new();
+        let out = fixture.call("read", json!({"path": 3})).await;
+        assert!(text(&out).starts_with("Invalid arguments for read: field `path`: invalid type"));
+        let out = fixture.call("edit", json!({"path": "a", "edits": [{"oldText": "x"}]})).await;
+        let message = text(&out);
+        assert!(message.contains("field `edits[0]`"), "{message}");
+        assert!(message.contains("missing field `newText`"), "{message}");
+        let out = fixture.call("grep", json!({"pattern": "x", "limit": 0})).await;
+        assert_eq!(
+            text(&out),
+            "Invalid arguments for grep: field `limit`: limit must be at least 1"
+        );
     }
 
     #[test]

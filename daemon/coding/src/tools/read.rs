@@ -2,18 +2,18 @@
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::sync::Arc;
 
 use base64::Engine;
-use futures::future::BoxFuture;
-use rein_agent::{ExecutionMode, Tool, ToolInvocation, ToolOutput};
+use rein_agent::ToolOutput;
 use rein_protocol::message::ContentBlock;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
 
 use super::{
-    MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, ToolContext, blocking, clip_line, parse_arguments,
+    BlockingTool, Limit, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, ToolContext, ToolSpec, clip_line,
 };
 use crate::file_tracker::FileStamp;
 use crate::paths;
@@ -25,6 +25,9 @@ const SNIFF_BYTES: u64 = 8 * 1024;
 /// Largest image returned to the model.
 const MAX_IMAGE_BYTES: u64 = 20 * 1024 * 1024;
 
+/// The `read` tool.
+pub struct ReadTool;
+
 const DESCRIPTION: &str = "Read a file. Text comes back with line numbers (`number<TAB>line`); \
 use offset (1-based line) and limit to read part of a large file. Output stops at 2000 lines \
 or 50 KB, whichever comes first, and then says which offset continues. Images (PNG, JPEG, GIF, \
@@ -34,103 +37,46 @@ const GUIDANCE: &str = "Read a file before editing it; the line numbers are for 
 only and are not part of the file's text. For big files, read the part you need with \
 offset/limit rather than everything. Prefer read over `cat`, `head` or `sed -n` in bash.";
 
-/// The `read` tool.
-pub struct ReadTool {
-    ctx: Arc<ToolContext>,
-}
+impl BlockingTool for ReadTool {
+    type Args = ReadArgs;
+    const SPEC: ToolSpec = ToolSpec::parallel("read", DESCRIPTION, GUIDANCE);
 
-impl ReadTool {
-    /// A `read` tool for one session.
-    pub fn new(ctx: Arc<ToolContext>) -> Self {
-        Self { ctx }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-struct Arguments {
-    path: String,
-    offset: Option<u64>,
-    limit: Option<u64>,
-}
-
-impl Tool for ReadTool {
-    fn name(&self) -> &str {
-        "read"
-    }
-
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "File to read, relative to the working directory or absolute (~ expands to home)."
-                },
-                "offset": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "1-based line to start at (default 1)."
-                },
-                "limit": {
-                    "type": "integer",
-                    "minimum": 1,
-                    "description": "Most lines to return (default and maximum 2000)."
-                }
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        })
-    }
-
-    fn guidance(&self) -> Option<&str> {
-        Some(GUIDANCE)
-    }
-
-    fn mode(&self) -> ExecutionMode {
-        ExecutionMode::Parallel
-    }
-
-    fn execute(&self, invocation: ToolInvocation) -> BoxFuture<'_, ToolOutput> {
-        Box::pin(async move {
-            let args: Arguments = match parse_arguments(self.name(), &invocation.arguments) {
-                Ok(args) => args,
-                Err(output) => return output,
-            };
-            if args.limit == Some(0) {
-                return ToolOutput::error("limit must be at least 1");
-            }
-            let ctx = self.ctx.clone();
-            blocking("read", move || read(&ctx, &args)).await
-        })
-    }
-}
-
-fn read(ctx: &ToolContext, args: &Arguments) -> ToolOutput {
-    let path = paths::resolve(&ctx.cwd, &args.path);
-    let shown = paths::display(&ctx.cwd, &path);
-    if ctx.is_hidden(&path) {
-        return super::hidden_file_error(&shown);
-    }
-    match read_path(ctx, &path, &shown, args) {
-        Ok(output) => output,
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-            ToolOutput::error(format!("File not found: {shown}"))
+    fn run_blocking(ctx: &ToolContext, args: ReadArgs, _cancel: &CancellationToken) -> ToolOutput {
+        let path = paths::resolve(&ctx.cwd, &args.path);
+        let shown = paths::display(&ctx.cwd, &path);
+        if ctx.is_hidden(&path) {
+            return super::hidden_file_error(&shown);
         }
-        Err(err) => ToolOutput::error(format!("Cannot read {shown}: {err}")),
+        match read_path(ctx, &path, &shown, &args) {
+            Ok(output) => output,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                ToolOutput::error(format!("File not found: {shown}"))
+            }
+            Err(err) => ToolOutput::error(format!("Cannot read {shown}: {err}")),
+        }
     }
+}
+
+/// The arguments of `read`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct ReadArgs {
+    /// File to read, relative to the working directory or absolute (~ expands to home).
+    path: String,
+    /// 1-based line to start at (default 1).
+    #[schemars(range(min = 1))]
+    offset: Option<u64>,
+    /// Most lines to return (default and maximum 2000).
+    limit: Option<Limit>,
 }
 
 fn read_path(
     ctx: &ToolContext,
     path: &Path,
     shown: &str,
-    args: &Arguments,
+    args: &ReadArgs,
 ) -> std::io::Result<ToolOutput> {
-    let metadata = std::fs::metadata(path)?;
+    let metadata = ctx.env.stat(path)?;
     if metadata.is_dir() {
         return Ok(ToolOutput::error(format!("{shown} is a directory; use ls to list it")));
     }
@@ -139,7 +85,7 @@ fn read_path(
             "{shown} is not a regular file (a device, socket or pipe); read only reads files"
         )));
     }
-    let mut file = std::fs::File::open(path)?;
+    let mut file = ctx.env.open(path)?;
     let mut head = Vec::new();
     (&mut file).take(SNIFF_BYTES).read_to_end(&mut head)?;
 
@@ -154,7 +100,7 @@ fn read_path(
         )));
     }
     let reader = BufReader::new(std::io::Cursor::new(head).chain(file));
-    let window = read_lines(reader, args.offset.unwrap_or(1).max(1), args.limit)?;
+    let window = read_lines(reader, args.offset.unwrap_or(1).max(1), args.limit.map(Limit::get))?;
     ctx.files.record(path, FileStamp::with_hash(path, window.size, window.hash));
     Ok(window.into_output(shown))
 }
@@ -179,7 +125,7 @@ fn read_image(
             "{shown} is an image of {size} bytes, larger than the {MAX_IMAGE_BYTES}-byte limit"
         )));
     }
-    let bytes = std::fs::read(path)?;
+    let bytes = ctx.env.read(path)?;
     ctx.files.record(path, FileStamp::of(path, &bytes));
     let data = base64::engine::general_purpose::STANDARD.encode(&bytes);
     Ok(ToolOutput {

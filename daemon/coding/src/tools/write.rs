@@ -3,15 +3,17 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
-use rein_agent::{ExecutionMode, Tool, ToolInvocation, ToolOutput};
+use rein_agent::ToolOutput;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::{ToolContext, blocking, parse_arguments};
-use crate::atomic::write_atomic;
+use super::{FileToChange, ToolCall, ToolContext, ToolSpec, TypedTool};
+use crate::environment::Environment;
 use crate::file_tracker::FileStamp;
-use crate::paths;
+
+/// The `write` tool.
+pub struct WriteTool;
 
 const DESCRIPTION: &str = "Write a UTF-8 text file, replacing it if it exists. Missing parent \
 directories are created. The file is replaced atomically, so nobody sees it half written.";
@@ -19,108 +21,59 @@ directories are created. The file is replaced atomically, so nobody sees it half
 const GUIDANCE: &str = "Use write to create new files or to replace a file completely. To \
 change part of an existing file, use edit instead: it is safer and shows a diff.";
 
-/// The `write` tool.
-pub struct WriteTool {
-    ctx: Arc<ToolContext>,
-}
+impl TypedTool for WriteTool {
+    type Args = WriteArgs;
+    const SPEC: ToolSpec = ToolSpec::sequential("write", DESCRIPTION, GUIDANCE);
 
-impl WriteTool {
-    /// A `write` tool for one session.
-    pub fn new(ctx: Arc<ToolContext>) -> Self {
-        Self { ctx }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-struct Arguments {
-    path: String,
-    content: String,
-}
-
-impl Tool for WriteTool {
-    fn name(&self) -> &str {
-        "write"
-    }
-
-    fn description(&self) -> &str {
-        DESCRIPTION
-    }
-
-    fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "path": {
-                    "type": "string",
-                    "description": "File to write, relative to the working directory or absolute."
-                },
-                "content": {
-                    "type": "string",
-                    "description": "The complete new content of the file."
-                }
-            },
-            "required": ["path", "content"],
-            "additionalProperties": false
-        })
-    }
-
-    fn guidance(&self) -> Option<&str> {
-        Some(GUIDANCE)
-    }
-
-    fn mode(&self) -> ExecutionMode {
-        ExecutionMode::Sequential
-    }
-
-    fn execute(&self, invocation: ToolInvocation) -> BoxFuture<'_, ToolOutput> {
-        Box::pin(async move {
-            let args: Arguments = match parse_arguments(self.name(), &invocation.arguments) {
-                Ok(args) => args,
-                Err(output) => return output,
-            };
-            let path = paths::resolve(&self.ctx.cwd, &args.path);
-            let shown = paths::display(&self.ctx.cwd, &path);
-            if self.ctx.is_hidden(&path) {
-                return super::hidden_file_error(&shown);
-            }
-            let _guard = self.ctx.locks.lock(&path).await;
-            let tracker = self.ctx.files.clone();
-            let bytes = args.content.into_bytes();
-            blocking("write", move || match write(&path, &bytes) {
-                Ok(created) => {
-                    tracker.record(&path, FileStamp::of(&path, &bytes));
-                    let lines = count_lines(&bytes);
-                    let verb = if created { "Created" } else { "Overwrote" };
-                    ToolOutput::text(format!(
-                        "{verb} {shown} ({lines} lines, {} bytes)",
-                        bytes.len()
-                    ))
+    async fn run(ctx: Arc<ToolContext>, args: WriteArgs, call: ToolCall) -> ToolOutput {
+        let FileToChange { path, shown, _guard } = match ctx.lock_for_change(&args.path).await {
+            Ok(file) => file,
+            Err(output) => return output,
+        };
+        let bytes = args.content.into_bytes();
+        let worker = ctx.clone();
+        call.blocking(move || match write(worker.env.as_ref(), &path, &bytes) {
+            Ok(created) => {
+                worker.files.record(&path, FileStamp::of(&path, &bytes));
+                let lines = count_lines(&bytes);
+                let verb = if created { "Created" } else { "Overwrote" };
+                ToolOutput::text(format!("{verb} {shown} ({lines} lines, {} bytes)", bytes.len()))
                     .with_details(json!({
                         "path": shown,
                         "created": created,
                         "bytes": bytes.len(),
                         "lines": lines,
                     }))
-                }
-                Err(err) => ToolOutput::error(format!("Cannot write {shown}: {err}")),
-            })
-            .await
+            }
+            Err(err) => ToolOutput::error(format!("Cannot write {shown}: {err}")),
         })
+        .await
     }
 }
 
-/// Writes the file; answers whether it was created.
-fn write(path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
-    let created = match std::fs::metadata(path) {
+/// The arguments of `write`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct WriteArgs {
+    /// File to write, relative to the working directory or absolute.
+    path: String,
+    /// The complete new content of the file.
+    content: String,
+}
+
+/// Writes the file through the environment; answers whether it was created.
+fn write(env: &dyn Environment, path: &Path, bytes: &[u8]) -> std::io::Result<bool> {
+    let created = match env.stat(path) {
         Ok(meta) if meta.is_dir() => {
             return Err(std::io::Error::other("it is a directory"));
         }
         Ok(_) => false,
         Err(_) => true,
     };
-    write_atomic(path, bytes)?;
+    env.write(path, bytes)?;
     Ok(created)
 }
+
 fn count_lines(bytes: &[u8]) -> usize {
     let newlines = bytes.iter().filter(|&&b| b == b'\n').count();
     if bytes.is_empty() || bytes.ends_with(b"\n") { newlines } else { newlines + 1 }

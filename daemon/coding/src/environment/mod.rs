@@ -1,0 +1,172 @@
+//! Where tools run: the boundary every coding tool goes through to run a command or to read,
+//! write, list and stat files.
+//!
+//! - [`LocalEnvironment`]: on the host as the daemon's user, no confinement (`sandbox = "off"`).
+//! - [`sandbox::BwrapSandbox`]: commands run under bubblewrap (`read-only`,
+//!   `workspace-write`); the file operations of the tools obey the same write rules on the host
+//!   side. See `docs/sandbox.md`.
+//!
+//! A session picks one when it loads ([`for_session`]); asking for a sandbox that cannot be had
+//! is an [`EnvironmentError`], never a silent fall back to none.
+
+pub mod pids_cgroup;
+pub mod policy;
+pub mod sandbox;
+
+use std::fs::{File, Metadata};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use ignore::WalkBuilder;
+use rein_protocol::method::SandboxMode;
+use tokio_util::sync::CancellationToken;
+
+use crate::tools::{CommandOutcome, CommandRequest, run_command};
+
+pub use policy::FilePolicy;
+pub use sandbox::{BwrapSandbox, SandboxSettings};
+
+/// Streams a command's output to its caller, chunk by chunk.
+pub type OutputSink<'a> = &'a mut (dyn FnMut(&str) + Send);
+
+/// What tools run commands and touch files through. File methods block (tools call them off
+/// the async threads); [`Environment::run`] is async and kills the command's whole process
+/// group on timeout, cancellation or drop.
+pub trait Environment: Send + Sync + std::fmt::Debug {
+    /// A short description for messages and logs (`local`, `sandbox workspace-write`).
+    fn describe(&self) -> String;
+
+    /// The sandbox mode commands run under.
+    fn mode(&self) -> SandboxMode;
+
+    /// True when commands run confined and without network: approvals may then let them
+    /// through under `auto-edit`.
+    fn confines_commands(&self) -> bool {
+        false
+    }
+
+    /// The rules the file operations obey.
+    fn policy(&self) -> &FilePolicy;
+
+    /// Runs a command, streaming its output to `on_output`. Errors are failures to start it.
+    fn run<'a>(
+        &'a self,
+        request: &'a CommandRequest,
+        on_output: OutputSink<'a>,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, std::io::Result<CommandOutcome>>;
+
+    /// The same command on the host without confinement (after a person approved it), or
+    /// `None` when this environment has no such thing (it is the host already).
+    fn unconfined(&self) -> Option<Arc<dyn Environment>> {
+        None
+    }
+
+    /// Metadata of `path`, following symlinks.
+    fn stat(&self, path: &Path) -> std::io::Result<Metadata> {
+        self.policy().check_read(path)?;
+        std::fs::metadata(path)
+    }
+
+    /// Opens `path` for reading.
+    fn open(&self, path: &Path) -> std::io::Result<File> {
+        self.policy().check_read(path)?;
+        File::open(path)
+    }
+
+    /// The whole content of `path`.
+    fn read(&self, path: &Path) -> std::io::Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        self.open(path)?.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// Replaces (or creates) `path` atomically, creating missing parent directories.
+    fn write(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        self.policy().check_write(path)?;
+        crate::atomic::write_atomic(path, bytes)
+    }
+
+    /// A gitignore-aware walk of `root` (see `tools::walk`), leaving out what may not be read.
+    fn walk(&self, root: &Path) -> std::io::Result<WalkBuilder> {
+        self.policy().check_read(root)?;
+        let mut builder = crate::tools::walker(root);
+        let policy = self.policy().clone();
+        if policy.restricts_reads() {
+            builder.filter_entry(move |entry| {
+                entry.file_name() != ".git" && policy.check_read(entry.path()).is_ok()
+            });
+        }
+        Ok(builder)
+    }
+}
+
+/// Tools run on the host as the daemon's user: what rein did before sandboxes existed.
+#[derive(Debug, Default)]
+pub struct LocalEnvironment {
+    policy: FilePolicy,
+}
+
+impl LocalEnvironment {
+    /// The host, unconfined.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl Environment for LocalEnvironment {
+    fn describe(&self) -> String {
+        "local".to_string()
+    }
+
+    fn mode(&self) -> SandboxMode {
+        SandboxMode::Off
+    }
+
+    fn policy(&self) -> &FilePolicy {
+        &self.policy
+    }
+
+    fn run<'a>(
+        &'a self,
+        request: &'a CommandRequest,
+        on_output: OutputSink<'a>,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, std::io::Result<CommandOutcome>> {
+        Box::pin(run_command(request, on_output, cancel))
+    }
+}
+
+/// Why a session's environment could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvironmentError {
+    /// bubblewrap is not installed, or cannot make namespaces here.
+    #[error(
+        "sandbox `{mode}` was asked for but bubblewrap cannot run here: {reason}. Install \
+         bubblewrap (`apt-get install bubblewrap`) on a kernel that allows user and pid \
+         namespaces, or choose `sandbox = \"off\"`"
+    )]
+    SandboxUnavailable {
+        /// The mode asked for.
+        mode: &'static str,
+        /// What went wrong.
+        reason: String,
+    },
+}
+
+/// The environment of a session working in `project` under `mode`.
+pub fn for_session(
+    mode: SandboxMode,
+    project: &Path,
+    settings: &SandboxSettings,
+    hidden_files: &[PathBuf],
+) -> Result<Arc<dyn Environment>, EnvironmentError> {
+    match mode {
+        SandboxMode::Off => Ok(Arc::new(LocalEnvironment::new())),
+        SandboxMode::ReadOnly | SandboxMode::WorkspaceWrite => {
+            Ok(Arc::new(BwrapSandbox::new(mode, project, settings, hidden_files)?))
+        }
+    }
+}
