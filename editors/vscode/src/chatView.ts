@@ -53,9 +53,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
     this.post();
   }
 
-  /** Brings the view forward without taking the focus (an approval is waiting). */
+  /** Brings the view forward (an approval is waiting): without taking the focus when it is
+   * open, by opening it when it never was. */
   reveal(): void {
-    this.view?.show(true);
+    if (this.view) this.view.show(true);
+    else void vscode.commands.executeCommand(`${ChatViewProvider.viewId}.focus`);
   }
 
   private post(): void {

@@ -82,6 +82,7 @@ async function attach(sessionId: string): Promise<void> {
   await approvals.clear();
   session = undefined;
   session = await AttachedSession.attach(await connection(), sessionId, hooks);
+  chat.reveal();
 }
 
 /** The attached session, or a new one for the current project. */
