@@ -119,3 +119,30 @@ fn a_close_racing_a_prompt_never_cuts_the_prompt_short() {
     assert!(!text.contains("\"aborted\""), "a run was cancelled: {text}");
     eprintln!("{closed} of {ROUNDS} closes went through");
 }
+
+#[test]
+fn an_open_racing_a_close_waits_for_the_file_instead_of_failing_locked() {
+    // A SessionEnd hook that takes a moment widens the time an unload holds the file lock.
+    let mut daemon = DaemonFixture::new();
+    let hook = "[[hooks.SessionEnd]]\n[[hooks.SessionEnd.hooks]]\ntype = \"command\"\ncommand = \"sleep 0.3\"\n";
+    std::fs::write(daemon.home().join("config.toml"), hook).unwrap();
+    daemon.spawn();
+    let project = tempfile::tempdir().unwrap();
+    let mut closer = daemon.connect();
+    let mut opener = daemon.connect();
+    let state = closer.call_ok(1, "session/create", json!({"cwd": project.path()}));
+    let id = state["session_id"].as_str().unwrap().to_string();
+    for round in 0..8u64 {
+        // Both requests are on the wire before either answer is read: the open lands while the
+        // close may still hold the session's file lock.
+        request(&mut closer, 100 + round, "session/close", json!({"session_id": id}));
+        request(&mut opener, 100 + round, "session/state", json!({"session_id": id}));
+        let closed = response(&mut closer, 100 + round);
+        let opened = response(&mut opener, 100 + round);
+        assert!(opened["result"]["session_id"] == id.as_str(), "round {round}: {opened}");
+        assert!(
+            closed.get("result").is_some() || closed["error"]["data"]["kind"] != "session_locked",
+            "round {round}: {closed}"
+        );
+    }
+}

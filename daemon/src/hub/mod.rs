@@ -31,7 +31,8 @@
 //! Locks are taken in this order and never the other way round; no `std` lock is held across
 //! an `.await`:
 //!
-//! 1. a session's load lock (`Hub::loads`, async): held while that session loads;
+//! 1. a session's load lock (`Hub::loads`, async): held while that session loads or unloads,
+//!    so a load never starts while an unload still holds the session's file lock;
 //! 2. [`LoadedSession::command_lock`] (async): held for the length of one command or unload;
 //! 3. the coding session's own locks (`rein-coding`), inside a command or a run;
 //! 4. [`pending::PendingApprovals`] (std), taken by the event sink when an event is published;
@@ -190,8 +191,9 @@ pub struct Hub {
     env: Mutex<Arc<CodingEnvironment>>,
     settings: SessionsConfig,
     sessions: Mutex<HashMap<String, Arc<LoadedSession>>>,
-    /// One lock per session id being loaded, so two clients opening one session share one
-    /// load while other sessions load beside it.
+    /// One lock per session id being loaded or unloaded, so two clients opening one session
+    /// share one load, a load waits for an unload of that session to release its file, and other
+    /// sessions load beside it.
     loads: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
     daemon_events: broadcast::Sender<DaemonEvent>,
 }
@@ -343,21 +345,23 @@ impl Hub {
             loaded.touch();
             return Ok(loaded);
         }
-        let load_lock = lock(&self.loads).entry(session_id.to_string()).or_default().clone();
-        let result = {
-            let _loading = load_lock.lock().await;
-            match self.loaded(session_id) {
-                Some(loaded) => Ok(loaded),
-                None => self.load(session_id).await,
-            }
-        };
-        // Callers still waiting on this lock find the session loaded (or, after a failure, try
-        // once more themselves), so the entry can go now.
-        let mut loads = lock(&self.loads);
-        if loads.get(session_id).is_some_and(|l| Arc::ptr_eq(l, &load_lock)) {
-            loads.remove(session_id);
+        let _turn = self.load_turn(session_id).await;
+        match self.loaded(session_id) {
+            Some(loaded) => Ok(loaded),
+            None => self.load(session_id).await,
         }
-        result
+    }
+
+    /// Waits for this session's load lock: loads and unloads of one session take turns.
+    async fn load_turn(&self, session_id: &str) -> LoadTurn<'_> {
+        let lock_arc = lock(&self.loads).entry(session_id.to_string()).or_default().clone();
+        let guard = lock_arc.clone().lock_owned().await;
+        LoadTurn {
+            hub: self,
+            session_id: session_id.to_string(),
+            lock: lock_arc,
+            guard: Some(guard),
+        }
     }
 
     /// Reads (and repairs) the session file on a blocking thread and wires the session in.
@@ -376,6 +380,7 @@ impl Hub {
 
     /// Unloads a session: refused while it is busy (cancel first).
     pub async fn close(&self, session_id: &str) -> Result<(), RpcError> {
+        let _turn = self.load_turn(session_id).await;
         let Some(loaded) = self.loaded(session_id) else {
             return Err(RpcError::new(
                 ErrorKind::SessionNotFound,
@@ -395,6 +400,7 @@ impl Hub {
 
     /// Unloads a session once the commands already waiting for it are done.
     async fn unload(&self, loaded: &Arc<LoadedSession>) {
+        let _turn = self.load_turn(loaded.session.id()).await;
         let serial = loaded.command_lock.lock().await;
         self.unload_locked(loaded, serial).await;
     }
@@ -465,8 +471,9 @@ impl Hub {
                         continue;
                     }
                     // Check again behind any command that got in meanwhile.
+                    let _turn = hub.load_turn(loaded.session.id()).await;
                     let serial = loaded.command_lock.lock().await;
-                    if loaded.is_idle(limit) {
+                    if hub.is_loaded(&loaded) && loaded.is_idle(limit) {
                         tracing::debug!(session = loaded.session.id(), "unloading idle session");
                         hub.unload_locked(&loaded, serial).await;
                     }
@@ -492,6 +499,30 @@ impl Hub {
         }
         for loaded in sessions {
             self.unload(&loaded).await;
+        }
+    }
+}
+
+/// A turn at one session's load lock. Dropping it releases the lock and, when nobody else
+/// waits for it, forgets the lock so the map holds only sessions being loaded or unloaded.
+struct LoadTurn<'h> {
+    hub: &'h Hub,
+    session_id: String,
+    lock: Arc<tokio::sync::Mutex<()>>,
+    guard: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl Drop for LoadTurn<'_> {
+    fn drop(&mut self) {
+        self.guard.take();
+        let mut loads = lock(&self.hub.loads);
+        // Two owners left (the map and this turn) means no caller waits on this lock; one that
+        // clones it later does so under the map's lock and finds the entry gone.
+        if loads
+            .get(&self.session_id)
+            .is_some_and(|l| Arc::ptr_eq(l, &self.lock) && Arc::strong_count(l) == 2)
+        {
+            loads.remove(&self.session_id);
         }
     }
 }
