@@ -57,7 +57,7 @@ fn union_summary(name: &str, tag: &str, description: &str) -> String {
 const REPEATED_TABLE_ROWS: usize = 3;
 
 /// Renders the whole reference.
-pub fn render(reference: &Reference) -> Result<String, DocsError> {
+pub(crate) fn render(reference: &Reference) -> Result<String, DocsError> {
     let mut doc = Markdown::new(reference.defs());
     intro::intro(&mut doc);
     intro::walkthrough(&mut doc)?;

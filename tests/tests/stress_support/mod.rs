@@ -9,16 +9,16 @@ use serde_json::Value;
 
 /// A small deterministic generator (xorshift64*): a failing run can be replayed from its seed.
 #[derive(Debug, Clone)]
-pub struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
     /// A generator starting from `seed` (0 is replaced, xorshift needs a set bit).
-    pub fn new(seed: u64) -> Self {
+    pub(crate) fn new(seed: u64) -> Self {
         Self(if seed == 0 { 0x9e37_79b9_7f4a_7c15 } else { seed })
     }
 
     /// A seed from the clock, for runs that should differ each time.
-    pub fn clock_seed() -> u64 {
+    pub(crate) fn clock_seed() -> u64 {
         std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
@@ -26,7 +26,7 @@ impl Rng {
     }
 
     /// The next 64 random bits.
-    pub fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 ^= self.0 >> 12;
         self.0 ^= self.0 << 25;
         self.0 ^= self.0 >> 27;
@@ -34,14 +34,14 @@ impl Rng {
     }
 
     /// A number in `0..n` (0 when `n` is 0).
-    pub fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         if n == 0 { 0 } else { (self.next() % n as u64) as usize }
     }
 }
 
 /// Asserts that every tool call on `messages` (a `session/messages` list) has exactly one
 /// result with its id, and every result answers a call.
-pub fn assert_calls_answered_once(messages: &[Value], context: &str) {
+pub(crate) fn assert_calls_answered_once(messages: &[Value], context: &str) {
     let mut calls: Vec<&str> = Vec::new();
     let mut results: Vec<&str> = Vec::new();
     for message in messages {
