@@ -12,10 +12,12 @@ use rein_protocol::event::SubscriptionItem;
 use rein_protocol::method::{
     ClientCapabilities, InitializeParams, InitializeResult, SubscribeParams, names,
 };
+use rein_protocol::requests::{self as rq, Method};
 use rein_protocol::version::PROTOCOL_VERSION;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use std::borrow::Borrow;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use tokio::io::{AsyncWriteExt, ReadHalf, WriteHalf};
@@ -250,7 +252,8 @@ impl Client {
         }
     }
 
-    /// Calls `method` with typed `params` and decodes the result as `T`.
+    /// Calls `method` with typed `params` and decodes the result as `T`. Prefer
+    /// [`Client::request`], which takes the method's types from the method table.
     pub async fn call_as<T: DeserializeOwned>(
         &mut self,
         method: &str,
@@ -264,6 +267,15 @@ impl Client {
         })
     }
 
+    /// Calls method `M` of the protocol's method table with its params (owned or borrowed)
+    /// and decodes its result: `client.request::<SessionPrompt>(params)`.
+    pub async fn request<M: Method>(
+        &mut self,
+        params: impl Borrow<M::Params>,
+    ) -> Result<M::Result, ClientError> {
+        self.call_as(M::NAME, params.borrow()).await
+    }
+
     /// Introduces this client as `rein`; `approvals` says whether a person answers approval
     /// requests here.
     pub async fn initialize(&mut self, approvals: bool) -> Result<InitializeResult, ClientError> {
@@ -275,7 +287,7 @@ impl Client {
             pid: Some(std::process::id()),
             tty: terminal_name(),
         };
-        self.call_as(names::INITIALIZE, params).await
+        self.request::<rq::Initialize>(params).await
     }
 
     /// Subscribes to a session's events after `after_seq`; returns the subscription id.
@@ -289,7 +301,7 @@ impl Client {
             after_seq: Some(after_seq),
             stream: None,
         };
-        self.call_as(names::SESSION_SUBSCRIBE, params).await
+        self.request::<rq::SessionSubscribe>(params).await
     }
 
     /// The next item of a session subscription: the raw JSON the daemon sent (kept whole so

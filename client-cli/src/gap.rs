@@ -23,7 +23,8 @@ use crate::client::{Client, ClientError};
 use rein_protocol::entry::{EntryKind, SessionEntry};
 use rein_protocol::event::{EventEnvelope, SessionEvent};
 use rein_protocol::message::Message;
-use rein_protocol::method::{SessionRef, SessionState, TreeResult, names};
+use rein_protocol::method::{HistoryPageParams, SessionRef, SessionState, TreeResult};
+use rein_protocol::requests as rq;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 
@@ -90,11 +91,13 @@ impl StreamCursor {
         let from_seq = self.last_seq + 1;
         let to_seq = oldest_buffered_seq.saturating_sub(1).max(self.last_seq);
         let session = SessionRef { session_id: self.session_id.clone() };
-        let state: SessionState = client.call_as(names::SESSION_STATE, &session).await?;
+        let state: SessionState = client.request::<rq::SessionState>(&session).await?;
         // Subscribe before reading the entries: any entry missing from the tree read below is
         // announced on this subscription.
         client.subscribe(&self.session_id, to_seq).await?;
-        let tree: TreeResult = client.call_as(names::SESSION_TREE, &session).await?;
+        let page =
+            HistoryPageParams { session_id: self.session_id.clone(), limit: None, cursor: None };
+        let tree: TreeResult = client.request::<rq::SessionTree>(page).await?;
         let entries = self.unseen(tree.entries);
         self.shown.extend(entries.iter().map(|entry| entry.id.clone()));
         self.last_seq = to_seq;

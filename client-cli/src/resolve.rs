@@ -2,7 +2,8 @@
 //! directory, and a directory as the absolute path the daemon wants.
 
 use crate::client::{Client, ClientError};
-use rein_protocol::method::{ListSessionsParams, ListSessionsResult, SessionSummary, names};
+use rein_protocol::method::{ListSessionsParams, ListSessionsResult, SessionSummary};
+use rein_protocol::requests as rq;
 use std::path::{Path, PathBuf};
 
 /// `dir` (default: the current directory) made absolute and canonical.
@@ -28,7 +29,7 @@ pub async fn list_sessions_with_errors(
     cwd: Option<&Path>,
 ) -> Result<ListSessionsResult, ClientError> {
     let params = ListSessionsParams { cwd: cwd.map(|dir| dir.display().to_string()) };
-    client.call_as(names::SESSION_LIST, params).await
+    client.request::<rq::SessionList>(params).await
 }
 
 /// The most recently updated session of `cwd`.

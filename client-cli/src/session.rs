@@ -5,9 +5,10 @@ use crate::client::{Client, ClientError};
 use crate::resolve;
 use clap::ValueEnum;
 use rein_protocol::method::{
-    ApprovalPolicy, CreateSessionParams, DaemonInfo, SessionRef, SessionState,
-    SetApprovalPolicyParams, SetModelParams, names,
+    ApprovalPolicy, CreateSessionParams, DaemonInfo, Empty, SessionRef, SessionState,
+    SetApprovalPolicyParams, SetModelParams,
 };
+use rein_protocol::requests as rq;
 use std::path::PathBuf;
 
 /// Which session to use.
@@ -84,21 +85,21 @@ pub async fn prepare(
             sandbox: request.sandbox,
             ..CreateSessionParams::default()
         };
-        let state = client.call_as(names::SESSION_CREATE, params).await?;
+        let state = client.request::<rq::SessionCreate>(params).await?;
         return Ok((state, true));
     };
     let mut state: SessionState =
-        client.call_as(names::SESSION_OPEN, SessionRef { session_id: session_id.clone() }).await?;
+        client.request::<rq::SessionOpen>(SessionRef { session_id: session_id.clone() }).await?;
     if let Some(model) = &request.model {
         let params = SetModelParams { session_id: session_id.clone(), model: model.clone() };
-        client.call_as::<serde_json::Value>(names::SESSION_SET_MODEL, params).await?;
+        client.request::<rq::SessionSetModel>(params).await?;
     }
     if let Some(policy) = request.approval.filter(|policy| *policy != state.approval_policy) {
         let params = SetApprovalPolicyParams { session_id: session_id.clone(), policy };
-        client.call_as::<serde_json::Value>(names::SESSION_SET_APPROVAL_POLICY, params).await?;
+        client.request::<rq::SessionSetApprovalPolicy>(params).await?;
     }
     if request.model.is_some() || request.approval.is_some() {
-        state = client.call_as(names::SESSION_STATE, SessionRef { session_id }).await?;
+        state = client.request::<rq::SessionState>(SessionRef { session_id }).await?;
     }
     Ok((state, false))
 }
@@ -106,7 +107,7 @@ pub async fn prepare(
 /// When a new session got the local model server the daemon found (because no model and no
 /// key were set up), the line that says so; `None` otherwise.
 pub async fn local_server_note(client: &mut Client, state: &SessionState) -> Option<String> {
-    let info: DaemonInfo = client.call_as(names::DAEMON_INFO, serde_json::json!({})).await.ok()?;
+    let info: DaemonInfo = client.request::<rq::DaemonInfo>(Empty {}).await.ok()?;
     let local = info.local_server?;
     (local.provider == state.model.provider).then(|| {
         format!(

@@ -132,7 +132,7 @@ pub struct RunSetup {
     /// The model id it started with.
     pub model: String,
     /// The limits it ran under (absent ones were unlimited).
-    pub limits: RunSetupLimits,
+    pub limits: crate::method::RunLimits,
     /// SHA-256 (hex) of the system prompt it started with.
     pub system_prompt_sha256: String,
     /// SHA-256 (hex) of the configuration files in force: the user's `config.toml`, then the
@@ -145,23 +145,6 @@ pub struct RunSetup {
     /// Whether the work tree had uncommitted changes when it started (with `git_commit`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub git_dirty: Option<bool>,
-}
-
-/// The limits of a run as it was set up.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct RunSetupLimits {
-    /// Most turns.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_turns: Option<u32>,
-    /// Most cost in US dollars.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_cost: Option<f64>,
-    /// Most wall time in seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_seconds: Option<u64>,
-    /// Most consecutive turns in which every tool call failed.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_failed_turns: Option<u32>,
 }
 
 /// One repair made while loading a session.
@@ -247,7 +230,7 @@ mod tests {
                     rein_version: "0.1.0".into(),
                     provider: "p".into(),
                     model: "m".into(),
-                    limits: RunSetupLimits { max_turns: Some(3), ..RunSetupLimits::default() },
+                    limits: crate::method::RunLimits { max_turns: Some(3), ..Default::default() },
                     system_prompt_sha256: "ab".into(),
                     config_sha256: Some("cd".into()),
                     git_commit: Some("ef".into()),

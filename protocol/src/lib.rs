@@ -3,7 +3,8 @@
 //! Every type that crosses the daemon socket lives here, so that the daemon and every client
 //! agree on one definition: content blocks and messages ([`message`]), the models and their
 //! prices ([`model`]), the session entry tree as clients see it ([`entry`]), the event stream
-//! ([`event`]), the methods with their params and results ([`method`]), the error codes
+//! ([`event`]), the methods with their params and results ([`method`]), the method table that declares each
+//! method once ([`requests`]), the error codes
 //! ([`error`]) and the newline-delimited framing ([`codec`]).
 //!
 //! # Forward compatibility
@@ -18,8 +19,8 @@
 
 pub mod auth;
 pub mod checkpoint;
+pub mod clock;
 pub mod codec;
-pub mod docs;
 pub mod entry;
 pub mod error;
 pub mod event;
@@ -28,6 +29,7 @@ pub mod message;
 pub mod method;
 pub mod model;
 pub mod paths;
+pub mod requests;
 pub mod verify;
 pub mod version;
 

@@ -11,137 +11,9 @@ use crate::version::ProtocolVersion;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Method names, one constant per method.
-pub mod names {
-    /// Handshake: versions and capabilities.
-    pub const INITIALIZE: &str = "initialize";
-    /// Daemon version, pid, uptime, socket.
-    pub const DAEMON_INFO: &str = "daemon/info";
-    /// Graceful shutdown.
-    pub const DAEMON_SHUTDOWN: &str = "daemon/shutdown";
-    /// Daemon-wide lifecycle events.
-    pub const DAEMON_SUBSCRIBE: &str = "daemon/subscribe";
-    /// Ends a daemon subscription.
-    pub const DAEMON_UNSUBSCRIBE: &str = "daemon/unsubscribe";
-    /// Notification method of daemon subscriptions.
-    pub const DAEMON_EVENT: &str = "daemon/event";
-    /// New session.
-    pub const SESSION_CREATE: &str = "session/create";
-    /// Sessions on disk.
-    pub const SESSION_LIST: &str = "session/list";
-    /// Load a session.
-    pub const SESSION_OPEN: &str = "session/open";
-    /// Unload a session.
-    pub const SESSION_CLOSE: &str = "session/close";
-    /// Delete a session file.
-    pub const SESSION_DELETE: &str = "session/delete";
-    /// Copy an entry's path into a new session.
-    pub const SESSION_FORK: &str = "session/fork";
-    /// A session's state.
-    pub const SESSION_STATE: &str = "session/state";
-    /// The messages on the active path.
-    pub const SESSION_MESSAGES: &str = "session/messages";
-    /// Every entry, for navigation.
-    pub const SESSION_TREE: &str = "session/tree";
-    /// Label an entry.
-    pub const SESSION_LABEL: &str = "session/label";
-    /// Rename a session.
-    pub const SESSION_RENAME: &str = "session/rename";
-    /// Start a run.
-    pub const SESSION_PROMPT: &str = "session/prompt";
-    /// Steer the current run.
-    pub const SESSION_STEER: &str = "session/steer";
-    /// Queue a follow-up run.
-    pub const SESSION_FOLLOW_UP: &str = "session/follow_up";
-    /// Cancel the run and any user shell command.
-    pub const SESSION_CANCEL: &str = "session/cancel";
-    /// The queues.
-    pub const SESSION_QUEUE: &str = "session/queue";
-    /// Clear the queues.
-    pub const SESSION_CLEAR_QUEUE: &str = "session/clear_queue";
-    /// Change the model.
-    pub const SESSION_SET_MODEL: &str = "session/set_model";
-    /// Change the thinking level.
-    pub const SESSION_SET_THINKING: &str = "session/set_thinking";
-    /// Change the approval policy.
-    pub const SESSION_SET_APPROVAL_POLICY: &str = "session/set_approval_policy";
-    /// Move the active leaf.
-    pub const SESSION_BRANCH: &str = "session/branch";
-    /// Summarize older context.
-    pub const SESSION_COMPACT: &str = "session/compact";
-    /// Export the active path.
-    pub const SESSION_EXPORT: &str = "session/export";
-    /// Run a user shell command.
-    pub const SESSION_SHELL: &str = "session/shell";
-    /// Restore the files of a session's project to before a checkpointed turn.
-    pub const SESSION_UNDO: &str = "session/undo";
-    /// The file changes of a checkpointed turn or run.
-    pub const SESSION_DIFF: &str = "session/diff";
-    /// Subscribe to a session's events.
-    pub const SESSION_SUBSCRIBE: &str = "session/subscribe";
-    /// End a session subscription.
-    pub const SESSION_UNSUBSCRIBE: &str = "session/unsubscribe";
-    /// Notification method of session subscriptions.
-    pub const SESSION_EVENT: &str = "session/event";
-    /// Answer an approval request.
-    pub const APPROVAL_RESPOND: &str = "approval/respond";
-    /// Trust or revoke a project directory.
-    pub const TRUST_SET: &str = "trust/set";
-    /// Trusted directories.
-    pub const TRUST_LIST: &str = "trust/list";
-    /// Configured providers' models.
-    pub const MODELS_LIST: &str = "models/list";
-    /// Each provider's key source, optionally checked with a models request (`rein doctor`).
-    pub const PROVIDERS_CHECK: &str = "providers/check";
-    /// MCP servers and their state.
-    pub const MCP_LIST: &str = "mcp/list";
-
-    /// Every method a client may call, in the order the reference documents them.
-    pub const METHODS: &[&str] = &[
-        INITIALIZE,
-        DAEMON_INFO,
-        DAEMON_SHUTDOWN,
-        DAEMON_SUBSCRIBE,
-        DAEMON_UNSUBSCRIBE,
-        SESSION_CREATE,
-        SESSION_LIST,
-        SESSION_OPEN,
-        SESSION_CLOSE,
-        SESSION_DELETE,
-        SESSION_FORK,
-        SESSION_STATE,
-        SESSION_MESSAGES,
-        SESSION_TREE,
-        SESSION_LABEL,
-        SESSION_RENAME,
-        SESSION_PROMPT,
-        SESSION_STEER,
-        SESSION_FOLLOW_UP,
-        SESSION_CANCEL,
-        SESSION_QUEUE,
-        SESSION_CLEAR_QUEUE,
-        SESSION_SET_MODEL,
-        SESSION_SET_THINKING,
-        SESSION_SET_APPROVAL_POLICY,
-        SESSION_BRANCH,
-        SESSION_COMPACT,
-        SESSION_EXPORT,
-        SESSION_SHELL,
-        SESSION_UNDO,
-        SESSION_DIFF,
-        SESSION_SUBSCRIBE,
-        SESSION_UNSUBSCRIBE,
-        APPROVAL_RESPOND,
-        TRUST_SET,
-        TRUST_LIST,
-        MODELS_LIST,
-        PROVIDERS_CHECK,
-        MCP_LIST,
-    ];
-
-    /// Every notification the daemon sends (the subscriptions' event streams).
-    pub const NOTIFICATIONS: &[&str] = &[SESSION_EVENT, DAEMON_EVENT];
-}
+/// Method and notification names, one constant each (derived from the method table in
+/// [`requests`](crate::requests)).
+pub use crate::requests::names;
 
 /// Params with no fields.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -343,7 +215,8 @@ impl ApprovalPolicy {
     }
 }
 
-/// Limits on one run; unset ones come from the configuration.
+/// Limits on one run. In `session/prompt`, unset ones come from the configuration; in a
+/// `run_setup` entry they are the limits the run had (unset: unlimited).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RunLimits {
     /// Most turns.
@@ -355,6 +228,9 @@ pub struct RunLimits {
     /// Most wall time in seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_seconds: Option<u64>,
+    /// Most consecutive turns in which every tool call failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_failed_turns: Option<u32>,
 }
 
 /// `session/create` params.

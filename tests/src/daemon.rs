@@ -4,7 +4,6 @@
 //! The binaries are built on first use (`cargo build -p rein-daemon -p rein-cli`, a no-op when
 //! they are fresh), so `cargo test` always exercises the current code.
 
-use std::io::{BufRead, BufReader, Write};
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -212,109 +211,4 @@ impl Drop for DaemonFixture {
     }
 }
 
-/// A blocking raw socket client that writes and reads lines, for protocol-level tests.
-#[derive(Debug)]
-pub struct RawConnection {
-    reader: BufReader<UnixStream>,
-    writer: UnixStream,
-    notifications: std::collections::VecDeque<serde_json::Value>,
-}
-
-impl RawConnection {
-    /// Connects to `socket`.
-    pub fn connect(socket: &Path) -> Self {
-        let stream = UnixStream::connect(socket)
-            .unwrap_or_else(|e| panic!("cannot connect to {}: {e}", socket.display()));
-        stream.set_read_timeout(Some(Duration::from_secs(30))).unwrap_or_default();
-        let writer = stream.try_clone().unwrap_or_else(|e| panic!("cannot clone stream: {e}"));
-        Self { reader: BufReader::new(stream), writer, notifications: Default::default() }
-    }
-
-    /// Writes raw bytes (a newline is not added).
-    pub fn send_raw(&mut self, bytes: &[u8]) {
-        self.writer.write_all(bytes).unwrap_or_else(|e| panic!("write failed: {e}"));
-    }
-
-    /// Writes one line (a newline is added).
-    pub fn send_line(&mut self, line: &str) {
-        self.send_raw(format!("{line}\n").as_bytes());
-    }
-
-    /// Reads one line and parses it as JSON.
-    pub fn read_json(&mut self) -> serde_json::Value {
-        let mut line = String::new();
-        let read = self.reader.read_line(&mut line).unwrap_or_else(|e| panic!("read failed: {e}"));
-        assert!(read > 0, "the daemon closed the connection");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
-    }
-
-    /// Sends a request with `id` and returns the message answering it. Notifications that
-    /// arrive first are kept for [`RawConnection::next_notification`].
-    pub fn call(&mut self, id: u64, method: &str, params: serde_json::Value) -> serde_json::Value {
-        let request =
-            serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.send_line(&request.to_string());
-        loop {
-            let message = self.read_json();
-            if message.get("method").is_some() {
-                self.notifications.push_back(message);
-            } else if message.get("id") == Some(&serde_json::json!(id)) {
-                return message;
-            }
-        }
-    }
-
-    /// Like [`RawConnection::call`], returning `result` and panicking on an error response.
-    pub fn call_ok(
-        &mut self,
-        id: u64,
-        method: &str,
-        params: serde_json::Value,
-    ) -> serde_json::Value {
-        let response = self.call(id, method, params);
-        match response.get("result") {
-            Some(result) => result.clone(),
-            None => panic!("{method} failed: {response}"),
-        }
-    }
-
-    /// The next notification (kept ones first).
-    pub fn next_notification(&mut self) -> serde_json::Value {
-        if let Some(message) = self.notifications.pop_front() {
-            return message;
-        }
-        loop {
-            let message = self.read_json();
-            if message.get("method").is_some() {
-                return message;
-            }
-        }
-    }
-
-    /// The next item of a session subscription (`params.result` of a `session/event`);
-    /// `keepalive` items, which carry nothing, are skipped.
-    pub fn next_session_item(&mut self) -> serde_json::Value {
-        loop {
-            let message = self.next_notification();
-            if message["method"] == "session/event"
-                && message["params"]["result"]["type"] != "keepalive"
-            {
-                return message["params"]["result"].clone();
-            }
-        }
-    }
-
-    /// Session events (envelopes) up to and including the first whose kind is `kind`.
-    pub fn events_until(&mut self, kind: &str) -> Vec<serde_json::Value> {
-        let mut events = Vec::new();
-        loop {
-            let item = self.next_session_item();
-            assert_eq!(item["type"], "event", "subscription ended: {item}");
-            let done = item["event"]["kind"] == kind;
-            events.push(item);
-            if done {
-                return events;
-            }
-        }
-    }
-}
+pub use crate::connection::RawConnection;

@@ -16,13 +16,14 @@
 mod stress_support;
 
 use rein_testkit::background::BackgroundFake;
+use rein_testkit::connection::{ANSWER_TIMEOUT, RawConnection as Client, event_envelope};
 use rein_testkit::daemon::DaemonFixture;
 use rein_testkit::fake_provider::Reply;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::mpsc::RecvTimeoutError;
 use std::time::{Duration, Instant};
-use stress_support::{Client, Rng, assert_calls_answered_once, event_envelope};
+use stress_support::{Rng, assert_calls_answered_once};
 
 /// Kills in the CI version.
 const CI_KILLS: usize = 5;
@@ -127,16 +128,16 @@ fn check_all_sessions(
     acknowledged: &Acknowledged,
     round: usize,
 ) -> usize {
-    let mut client = Client::connect(daemon.socket(), "checker");
+    let mut client = Client::connect_as(daemon.socket(), "checker");
     let mut entries = 0;
     for session in sessions {
         let context = format!("round {round}, session {session}");
-        let opened = client.call("session/open", json!({"session_id": session}));
+        let opened = client.call_next("session/open", json!({"session_id": session}));
         assert!(opened.get("result").is_some(), "{context}: does not open: {opened}");
-        let messages = client.call_ok("session/messages", json!({"session_id": session}));
+        let messages = client.call_next_ok("session/messages", json!({"session_id": session}));
         let list = messages["messages"].as_array().cloned().unwrap_or_default();
         assert_calls_answered_once(&list, &context);
-        let tree = client.call_ok("session/tree", json!({"session_id": session}));
+        let tree = client.call_next_ok("session/tree", json!({"session_id": session}));
         let ids: HashSet<&str> = tree["entries"]
             .as_array()
             .into_iter()
@@ -157,15 +158,15 @@ fn prompt_to_the_end(
     session: &str,
     acknowledged: &mut Acknowledged,
 ) -> String {
-    let mut client = Client::connect(daemon.socket(), "after-restart");
+    let mut client = Client::connect_as(daemon.socket(), "after-restart");
     client.subscribe(session, None);
-    client.call_ok("session/prompt", json!({"session_id": session, "text": "still there?"}));
-    let deadline = Instant::now() + stress_support::ANSWER_TIMEOUT;
+    client.call_next_ok("session/prompt", json!({"session_id": session, "text": "still there?"}));
+    let deadline = Instant::now() + ANSWER_TIMEOUT;
     let mut reason = String::new();
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let message = client
-            .next_notification(left)
+            .next_notification_within(left)
             .unwrap_or_else(|e| panic!("the prompt after a restart never settled: {e:?}"));
         let Some(event) = acknowledged.record(&message) else { continue };
         if event["kind"] == "agent_end" {
@@ -197,10 +198,10 @@ fn sigkill_at_random_moments_loses_no_acknowledged_entry() {
     let started = Instant::now();
 
     for round in 0..kills {
-        let mut client = Client::connect(daemon.socket(), "campaign");
+        let mut client = Client::connect_as(daemon.socket(), "campaign");
         let wants_new = sessions.len() < 2 || rng.below(3) == 0;
         let session = if sessions.len() < MAX_SESSIONS && wants_new {
-            let state = client.call_ok("session/create", json!({"cwd": project.path()}));
+            let state = client.call_next_ok("session/create", json!({"cwd": project.path()}));
             let id = state["session_id"].as_str().unwrap().to_string();
             sessions.push(id.clone());
             id

@@ -11,15 +11,14 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
-mod stress_support;
-
+use rein_protocol::clock::now_ms;
 use rein_testkit::background::BackgroundFake;
+use rein_testkit::connection::{ANSWER_TIMEOUT, RawConnection as Client, event_envelope};
 use rein_testkit::daemon::DaemonFixture;
 use rein_testkit::fake_provider::Reply;
 use serde_json::json;
 use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-use stress_support::{ANSWER_TIMEOUT, Client, event_envelope};
+use std::time::{Duration, Instant};
 
 /// The sizes of one load run.
 #[derive(Debug, Clone, Copy)]
@@ -66,10 +65,6 @@ struct Seen {
     other_items: Vec<String>,
 }
 
-fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0)
-}
-
 /// The daemon's resident and peak memory in KiB (`VmRSS`, `VmHWM`).
 fn memory_kib(pid: u32) -> (u64, u64) {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
@@ -96,7 +91,7 @@ fn drive(
     let mut threads = Vec::new();
     for (session, &count) in sessions.iter().zip(clients_per_session) {
         for index in 0..count {
-            let mut client = Client::connect(daemon.socket(), &format!("load-{index}"));
+            let mut client = Client::connect_as(daemon.socket(), &format!("load-{index}"));
             client.subscribe(session, None);
             let ready = Arc::clone(&ready);
             let session = session.clone();
@@ -118,12 +113,12 @@ fn follow(mut client: Client, session: String, driver: bool, runs: usize) -> See
     while seen.reasons.len() < runs || seen.events.last().is_none_or(|(_, k)| k != "settled") {
         if driver && prompted_at.is_none() && seen.reasons.len() < runs {
             let sent = Instant::now();
-            client.call_ok("session/prompt", json!({"session_id": session, "text": "go"}));
+            client.call_next_ok("session/prompt", json!({"session_id": session, "text": "go"}));
             seen.prompt_rtt.push(sent.elapsed());
             prompted_at = Some(sent);
         }
         let message = client
-            .next_notification(ANSWER_TIMEOUT)
+            .next_notification_within(ANSWER_TIMEOUT)
             .unwrap_or_else(|e| panic!("{session}: no event for a long time: {e:?}"));
         let Some(envelope) = event_envelope(&message) else {
             let item = &message["params"]["result"];
@@ -202,10 +197,10 @@ fn every_client_gets_every_event_of_its_session_in_order() {
     let pid = daemon.child_mut().map(|child| child.id()).unwrap();
     let project = tempfile::tempdir().unwrap();
 
-    let mut creator = Client::connect(daemon.socket(), "creator");
+    let mut creator = Client::connect_as(daemon.socket(), "creator");
     let sessions: Vec<String> = (0..load.sessions)
         .map(|_| {
-            let state = creator.call_ok("session/create", json!({"cwd": project.path()}));
+            let state = creator.call_next_ok("session/create", json!({"cwd": project.path()}));
             state["session_id"].as_str().unwrap().to_string()
         })
         .collect();

@@ -3,16 +3,14 @@
 //! `REIN_HOME` (session files, logs, locks), in no event or response a client receives and
 //! not on the daemon's stderr, while the key did reach the provider.
 
-mod stress_support;
-
 use rein_testkit::background::BackgroundFake;
+use rein_testkit::connection::{RawConnection as Client, event_envelope};
 use rein_testkit::daemon::DaemonFixture;
 use rein_testkit::fake_provider::{Fault, Reply};
 use serde_json::json;
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
-use stress_support::{Client, event_envelope};
 
 const CANARY: &str = "sk-canary-7f3a9c2e5b1d4f60-do-not-write";
 
@@ -38,11 +36,11 @@ fn contains(haystack: &[u8], needle: &str) -> bool {
 /// Runs one prompt to its end; returns every message the client received on the way.
 fn run_prompt(client: &mut Client, session: &str, text: &str) -> Vec<String> {
     let mut received = Vec::new();
-    let response = client.call("session/prompt", json!({"session_id": session, "text": text}));
+    let response = client.call_next("session/prompt", json!({"session_id": session, "text": text}));
     received.push(response.to_string());
     loop {
         let message = client
-            .next_notification(Duration::from_secs(60))
+            .next_notification_within(Duration::from_secs(60))
             .unwrap_or_else(|e| panic!("the run did not settle: {e:?}"));
         received.push(message.to_string());
         if event_envelope(&message).is_some_and(|e| e["event"]["kind"] == "settled") {
@@ -85,19 +83,19 @@ fn the_api_key_reaches_the_provider_and_nothing_else() {
         .unwrap_or_else(|e| panic!("cannot start reind: {e}"));
     daemon.wait_until_answering();
 
-    let mut client = Client::connect(daemon.socket(), "secrets");
-    let state = client.call_ok("session/create", json!({"cwd": project.path()}));
+    let mut client = Client::connect_as(daemon.socket(), "secrets");
+    let state = client.call_next_ok("session/create", json!({"cwd": project.path()}));
     let session = state["session_id"].as_str().unwrap_or_default().to_string();
     client.subscribe(&session, None);
     let mut received = run_prompt(&mut client, &session, "read the notes");
     received.extend(run_prompt(&mut client, &session, "and now fail"));
     for method in ["session/messages", "session/tree", "session/state"] {
-        received.push(client.call_ok(method, json!({"session_id": session})).to_string());
+        received.push(client.call_next_ok(method, json!({"session_id": session})).to_string());
     }
     let export =
-        client.call_ok("session/export", json!({"session_id": session, "format": "jsonl"}));
+        client.call_next_ok("session/export", json!({"session_id": session, "format": "jsonl"}));
     received.push(export.to_string());
-    client.call_ok("daemon/shutdown", json!({}));
+    client.call_next_ok("daemon/shutdown", json!({}));
     drop(client);
     let _ = child.wait();
 

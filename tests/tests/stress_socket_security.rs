@@ -7,8 +7,7 @@
 //! checks only the modes. The other-user client is this test binary started again with
 //! `REIN_PEER_CHILD_SOCKET` set, running [`child_connects_and_reports`].
 
-mod stress_support;
-
+use rein_testkit::connection::RawConnection as Client;
 use rein_testkit::daemon::DaemonFixture;
 use serde_json::json;
 use std::io::{BufRead, BufReader, Write};
@@ -17,7 +16,6 @@ use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::time::Duration;
-use stress_support::Client;
 
 /// The uid and gid of `nobody`.
 const NOBODY: u32 = 65534;
@@ -95,7 +93,7 @@ fn the_socket_is_private_and_other_users_are_refused() {
     assert_eq!(outcome, "closed", "another user's client got through");
 
     // Our own user is still served.
-    let mut own = Client::connect(daemon.socket(), "owner");
-    let info = own.call_ok("daemon/info", json!({}));
+    let mut own = Client::connect_as(daemon.socket(), "owner");
+    let info = own.call_next_ok("daemon/info", json!({}));
     assert_eq!(info["protocol_version"], "1.0");
 }

@@ -13,7 +13,12 @@ use crate::acp::prompt::prompt_input;
 use crate::acp::translate::{Translated, Translator, replay_message, usage_update};
 use crate::client::{Client, ClientError};
 use rein_protocol::event::SubscriptionItem;
-use rein_protocol::method::{MessagesResult, ModelsResult, SessionState, SessionSummary};
+use rein_protocol::method::{
+    ApprovalRespondParams, BusyBehavior, ClientCapabilities, CreateSessionParams, Empty,
+    HistoryPageParams, InitializeParams, ListSessionsParams, PromptParams, RunLimits, SessionRef,
+    SessionState, SetApprovalPolicyParams, SetModelParams, SetThinkingParams,
+};
+use rein_protocol::requests::{self as rq, Method};
 use rein_protocol::version::PROTOCOL_VERSION;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -136,13 +141,15 @@ impl Drop for Follower {
 /// a client that answers approvals.
 pub async fn daemon_connection(socket: &Path) -> Result<Client, ClientError> {
     let mut client = Client::connect_or_start(socket).await?;
-    client
-        .call(
-            "initialize",
-            json!({"client_name": CLIENT_NAME, "client_version": env!("CARGO_PKG_VERSION"),
-                "protocol_version": PROTOCOL_VERSION, "capabilities": {"approvals": true}}),
-        )
-        .await?;
+    let params = InitializeParams {
+        client_name: CLIENT_NAME.into(),
+        client_version: env!("CARGO_PKG_VERSION").into(),
+        protocol_version: PROTOCOL_VERSION,
+        capabilities: ClientCapabilities { approvals: true },
+        pid: None,
+        tty: None,
+    };
+    client.request::<rq::Initialize>(params).await?;
     Ok(client)
 }
 
@@ -164,9 +171,9 @@ fn str_param<'a>(params: &'a Value, name: &str) -> Result<&'a str, AcpError> {
         .ok_or_else(|| AcpError::invalid_params(format!("missing string param `{name}`")))
 }
 
-fn parse<T: serde::de::DeserializeOwned>(value: Value, what: &str) -> Result<T, AcpError> {
-    serde_json::from_value(value)
-        .map_err(|error| AcpError::internal(format!("unexpected {what} from the daemon: {error}")))
+/// The session named by a request's `session_id`.
+fn session_ref(session_id: &str) -> SessionRef {
+    SessionRef { session_id: session_id.to_string() }
 }
 
 impl Agent {
@@ -182,8 +189,9 @@ impl Agent {
         })
     }
 
-    async fn call(&self, method: &str, params: Value) -> Result<Value, AcpError> {
-        Ok(self.control.lock().await.call(method, params).await?)
+    /// Calls method `M` on the control connection.
+    async fn request<M: Method>(&self, params: M::Params) -> Result<M::Result, AcpError> {
+        Ok(self.control.lock().await.request::<M>(params).await?)
     }
 
     /// Answers one request from the editor.
@@ -211,8 +219,7 @@ impl Agent {
             let Some(session_id) = params.get("sessionId").and_then(Value::as_str) else {
                 return;
             };
-            if let Err(error) = self.call("session/cancel", json!({"session_id": session_id})).await
-            {
+            if let Err(error) = self.request::<rq::SessionCancel>(session_ref(session_id)).await {
                 tracing::warn!("cancel of {session_id} failed: {}", error.message);
             }
         }
@@ -221,7 +228,7 @@ impl Agent {
     /// The modes and config options of a session, as `session/new` and `session/load` return
     /// them.
     async fn session_setup(&self, state: &SessionState) -> Result<Value, AcpError> {
-        let models: ModelsResult = parse(self.call("models/list", json!({})).await?, "models")?;
+        let models = self.request::<rq::ModelsList>(Empty {}).await?;
         Ok(json!({
             "modes": modes::mode_state(state.approval_policy),
             "configOptions": modes::config_options(state, &models.models),
@@ -229,14 +236,16 @@ impl Agent {
     }
 
     async fn state(&self, session_id: &str) -> Result<SessionState, AcpError> {
-        parse(self.call("session/state", json!({"session_id": session_id})).await?, "state")
+        self.request::<rq::SessionState>(session_ref(session_id)).await
     }
 
     async fn new_session(self: &Arc<Self>, params: &Value) -> Result<Value, AcpError> {
         let cwd = str_param(params, "cwd")?;
-        let create = json!({"cwd": cwd, "mcp_servers": mcp_servers(params)});
-        let state: SessionState =
-            parse(self.call("session/create", create).await?, "session state")?;
+        let mcp_servers = serde_json::from_value(Value::Object(mcp_servers(params)))
+            .map_err(|error| AcpError::invalid_params(format!("invalid mcpServers: {error}")))?;
+        let create =
+            CreateSessionParams { cwd: cwd.to_string(), mcp_servers, ..Default::default() };
+        let state = self.request::<rq::SessionCreate>(create).await?;
         self.follow(&state.session_id, state.last_seq).await?;
         let mut result = self.session_setup(&state).await?;
         result["sessionId"] = json!(state.session_id);
@@ -245,19 +254,13 @@ impl Agent {
 
     async fn load_session(self: &Arc<Self>, params: &Value) -> Result<Value, AcpError> {
         let session_id = str_param(params, "sessionId")?;
-        let state: SessionState = parse(
-            self.call("session/open", json!({"session_id": session_id})).await?,
-            "session state",
-        )?;
+        let state = self.request::<rq::SessionOpen>(session_ref(session_id)).await?;
         // Messages come in pages, newest first; the editor is shown all of them in order.
-        let mut history: MessagesResult = parse(
-            self.call("session/messages", json!({"session_id": session_id})).await?,
-            "messages",
-        )?;
+        let page =
+            |cursor| HistoryPageParams { session_id: session_id.to_string(), limit: None, cursor };
+        let mut history = self.request::<rq::SessionMessages>(page(None)).await?;
         while let Some(cursor) = history.next_cursor.take() {
-            let params = json!({"session_id": session_id, "cursor": cursor});
-            let older: MessagesResult =
-                parse(self.call("session/messages", params).await?, "messages")?;
+            let older = self.request::<rq::SessionMessages>(page(Some(cursor))).await?;
             let newer = std::mem::replace(&mut history.messages, older.messages);
             history.messages.extend(newer);
             history.next_cursor = older.next_cursor;
@@ -271,10 +274,10 @@ impl Agent {
 
     async fn list_sessions(&self, params: &Value) -> Result<Value, AcpError> {
         let cwd = params.get("cwd").and_then(Value::as_str);
-        let listed = self.call("session/list", json!({"cwd": cwd})).await?;
-        let sessions: Vec<SessionSummary> =
-            parse(listed.get("sessions").cloned().unwrap_or(Value::Null), "session list")?;
-        let sessions: Vec<Value> = sessions
+        let params = ListSessionsParams { cwd: cwd.map(str::to_string) };
+        let listed = self.request::<rq::SessionList>(params).await?;
+        let sessions: Vec<Value> = listed
+            .sessions
             .into_iter()
             .map(|session| {
                 json!({"sessionId": session.session_id, "cwd": session.cwd,
@@ -302,20 +305,21 @@ impl Agent {
             }
         };
         lock_prompts(&followed.own_prompts).sent(&input.text);
-        let started = self
-            .call(
-                "session/prompt",
-                json!({"session_id": session_id, "text": input.text, "images": input.images,
-                    "when_busy": "follow_up"}),
-            )
-            .await
-            .inspect_err(|_| {
-                // It never reached the session, so it will not come back to be claimed.
-                lock_prompts(&followed.own_prompts).claim(&input.text);
-            })?;
-        let run_id = str_param(&started, "run_id")
-            .map_err(|_| AcpError::internal("session/prompt returned no run_id"))?;
-        let ended = lock_runs(&followed.runs).wait(run_id);
+        let images = serde_json::from_value(Value::Array(input.images))
+            .map_err(|error| AcpError::invalid_params(format!("invalid image: {error}")))?;
+        let params = PromptParams {
+            session_id: session_id.to_string(),
+            text: input.text.clone(),
+            images,
+            when_busy: Some(BusyBehavior::FollowUp),
+            limits: RunLimits::default(),
+            verify: None,
+        };
+        let started = self.request::<rq::SessionPrompt>(params).await.inspect_err(|_| {
+            // It never reached the session, so it will not come back to be claimed.
+            lock_prompts(&followed.own_prompts).claim(&input.text);
+        })?;
+        let ended = lock_runs(&followed.runs).wait(&started.run_id);
         let stop_reason =
             ended.await.map_err(|_| AcpError::internal("lost the session's event stream"))??;
         Ok(json!({"stopReason": stop_reason}))
@@ -338,11 +342,8 @@ impl Agent {
         let mode_id = str_param(params, "modeId")?;
         let policy = modes::policy_for_mode(mode_id)
             .ok_or_else(|| AcpError::invalid_params(format!("unknown mode `{mode_id}`")))?;
-        self.call(
-            "session/set_approval_policy",
-            json!({"session_id": session_id, "policy": policy.as_str()}),
-        )
-        .await?;
+        let params = SetApprovalPolicyParams { session_id: session_id.to_string(), policy };
+        self.request::<rq::SessionSetApprovalPolicy>(params).await?;
         Ok(json!({}))
     }
 
@@ -354,24 +355,19 @@ impl Agent {
             modes::MODE_OPTION => {
                 let policy = modes::policy_for_mode(value)
                     .ok_or_else(|| AcpError::invalid_params(format!("unknown mode `{value}`")))?;
-                self.call(
-                    "session/set_approval_policy",
-                    json!({"session_id": session_id, "policy": policy.as_str()}),
-                )
-                .await?;
+                let params = SetApprovalPolicyParams { session_id: session_id.to_string(), policy };
+                self.request::<rq::SessionSetApprovalPolicy>(params).await?;
             }
             modes::MODEL_OPTION => {
-                self.call("session/set_model", json!({"session_id": session_id, "model": value}))
-                    .await?;
+                let params =
+                    SetModelParams { session_id: session_id.to_string(), model: value.to_string() };
+                self.request::<rq::SessionSetModel>(params).await?;
             }
             modes::THINKING_OPTION => {
                 let level = modes::level_for_value(value)
                     .ok_or_else(|| AcpError::invalid_params(format!("unknown level `{value}`")))?;
-                self.call(
-                    "session/set_thinking",
-                    json!({"session_id": session_id, "level": level}),
-                )
-                .await?;
+                let params = SetThinkingParams { session_id: session_id.to_string(), level };
+                self.request::<rq::SessionSetThinking>(params).await?;
             }
             other => return Err(AcpError::invalid_params(format!("unknown config `{other}`"))),
         }
@@ -396,9 +392,7 @@ impl Agent {
             return Ok(followed);
         }
         let mut client = daemon_connection(&self.socket).await?;
-        client
-            .call("session/subscribe", json!({"session_id": session_id, "after_seq": after_seq}))
-            .await?;
+        client.subscribe(session_id, after_seq).await?;
         let followed = Followed::default();
         let task = tokio::spawn(forward_events(
             Arc::downgrade(self),
@@ -435,12 +429,13 @@ impl Agent {
                 rein_protocol::event::ApprovalDecision::Deny
             }
         };
-        let respond = self
-            .call(
-                "approval/respond",
-                json!({"session_id": session_id, "request_id": request_id, "decision": decision}),
-            )
-            .await;
+        let params = ApprovalRespondParams {
+            session_id: session_id.to_string(),
+            request_id: request_id.to_string(),
+            decision,
+            reason: None,
+        };
+        let respond = self.request::<rq::ApprovalRespond>(params).await;
         if let Err(error) = respond {
             // Another client may have answered first; that is how approvals are meant to work.
             tracing::debug!("approval {request_id} not taken: {}", error.message);
@@ -527,7 +522,9 @@ async fn forward_events(
                 return;
             }
         };
-        if notification.get("method").and_then(Value::as_str) != Some("session/event") {
+        if notification.get("method").and_then(Value::as_str)
+            != Some(rein_protocol::method::names::SESSION_EVENT)
+        {
             continue;
         }
         let item = notification.pointer("/params/result").cloned().unwrap_or(Value::Null);
@@ -546,8 +543,7 @@ async fn forward_events(
                 // Ask for the rest from where the editor is; when the buffer no longer reaches
                 // back, `resync_required` follows and is handled below.
                 let after = last_seq.unwrap_or(last_delivered_seq);
-                let params = json!({"session_id": session_id, "after_seq": after});
-                if let Err(error) = client.call("session/subscribe", params).await {
+                if let Err(error) = client.subscribe(&session_id, after).await {
                     tracing::warn!("cannot resubscribe to {session_id}: {error}");
                     let lost = Err(AcpError::internal(format!("lost the event stream: {error}")));
                     lock_runs(runs).finish_all(&lost);
@@ -604,14 +600,11 @@ async fn forward_events(
                         );
                     }
                     // Usage goes first, so the editor has it when the prompt is answered.
-                    match client.call("session/state", json!({"session_id": session_id})).await {
-                        Ok(state) => match serde_json::from_value::<SessionState>(state) {
-                            Ok(state) => peer.notify(
-                                "session/update",
-                                json!({"sessionId": session_id, "update": usage_update(&state)}),
-                            ),
-                            Err(error) => tracing::debug!("unreadable session state: {error}"),
-                        },
+                    match client.request::<rq::SessionState>(session_ref(&session_id)).await {
+                        Ok(state) => peer.notify(
+                            "session/update",
+                            json!({"sessionId": session_id, "update": usage_update(&state)}),
+                        ),
                         Err(error) => tracing::debug!("no session state for usage: {error}"),
                     }
                     let outcome = match (stop_reason, error) {
@@ -639,12 +632,8 @@ async fn forward_events(
 
 /// The session's config options as they are now, read on the event connection.
 async fn config_options(client: &mut Client, session_id: &str) -> Result<Value, ClientError> {
-    let state = client.call("session/state", json!({"session_id": session_id})).await?;
-    let models = client.call("models/list", json!({})).await?;
-    let state: SessionState = serde_json::from_value(state)
-        .map_err(|error| ClientError::InvalidMessage(error.to_string()))?;
-    let models: ModelsResult = serde_json::from_value(models)
-        .map_err(|error| ClientError::InvalidMessage(error.to_string()))?;
+    let state = client.request::<rq::SessionState>(session_ref(session_id)).await?;
+    let models = client.request::<rq::ModelsList>(Empty {}).await?;
     Ok(modes::config_options(&state, &models.models))
 }
 
@@ -655,15 +644,11 @@ async fn resubscribe(
     session_id: &str,
     runs: &SharedRuns,
 ) -> Result<(), ClientError> {
-    let state = client.call("session/state", json!({"session_id": session_id})).await?;
-    let running = state.get("running").and_then(Value::as_bool).unwrap_or(false);
-    let last_seq = state.get("last_seq").and_then(Value::as_u64).unwrap_or(0);
-    if !running {
+    let state = client.request::<rq::SessionState>(session_ref(session_id)).await?;
+    if !state.running {
         lock_runs(runs).finish_all(&Ok("end_turn"));
     }
-    client
-        .call("session/subscribe", json!({"session_id": session_id, "after_seq": last_seq}))
-        .await?;
+    client.subscribe(session_id, state.last_seq).await?;
     Ok(())
 }
 

@@ -8,7 +8,8 @@ use crate::client::{Client, ClientError};
 use crate::commands::session::Report;
 use crate::resolve;
 use rein_protocol::checkpoint::{DiffParams, DiffResult, FileChangeKind, UndoParams, UndoResult};
-use rein_protocol::method::{SessionRef, names};
+use rein_protocol::method::SessionRef;
+use rein_protocol::requests as rq;
 use serde_json::Value;
 use std::path::Path;
 
@@ -30,9 +31,7 @@ async fn target_session(
             }
         },
     };
-    client
-        .call_as::<Value>(names::SESSION_OPEN, SessionRef { session_id: session_id.clone() })
-        .await?;
+    client.request::<rq::SessionOpen>(SessionRef { session_id: session_id.clone() }).await?;
     Ok(session_id)
 }
 
@@ -46,7 +45,7 @@ pub async fn undo(
 ) -> Result<Report, ClientError> {
     let session_id = target_session(client, session, cwd).await?;
     let params = UndoParams { session_id, turn, entry_id: None, force };
-    let result: UndoResult = client.call_as(names::SESSION_UNDO, params).await?;
+    let result: UndoResult = client.request::<rq::SessionUndo>(params).await?;
     let mut text = format!("restored the files to before turn {}\n", result.turn);
     for path in &result.restored {
         text.push_str(&format!("  restored {path}\n"));
@@ -73,7 +72,7 @@ pub async fn diff(
 ) -> Result<Report, ClientError> {
     let session_id = target_session(client, session, cwd).await?;
     let params = DiffParams { session_id, turn, run_id };
-    let result: DiffResult = client.call_as(names::SESSION_DIFF, params).await?;
+    let result: DiffResult = client.request::<rq::SessionDiff>(params).await?;
     let turns: Vec<String> = result.turns.iter().map(|t| t.turn.to_string()).collect();
     let mut text = format!("turns {}: {} files changed\n", turns.join(", "), result.files.len());
     for file in &result.files {

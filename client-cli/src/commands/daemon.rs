@@ -4,7 +4,8 @@
 use crate::client::{Client, ClientError};
 use crate::commands::exit;
 use crate::launcher;
-use rein_protocol::method::{DaemonInfo, names};
+use rein_protocol::method::{DaemonInfo, Empty};
+use rein_protocol::requests as rq;
 use serde_json::json;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -39,7 +40,7 @@ pub async fn stop(socket: &Path) -> Result<u8, ClientError> {
         }
         Err(other) => return Err(other),
     };
-    client.call(names::DAEMON_SHUTDOWN, json!({})).await?;
+    client.request::<rq::DaemonShutdown>(Empty {}).await?;
     drop(client);
     let deadline = Instant::now() + STOP_TIMEOUT;
     while Instant::now() < deadline {
@@ -156,6 +157,5 @@ pub async fn status(socket: &Path, as_json: bool) -> Result<u8, ClientError> {
 }
 
 async fn info(client: &mut Client) -> Result<DaemonInfo, ClientError> {
-    let value = client.call(names::DAEMON_INFO, json!({})).await?;
-    serde_json::from_value(value).map_err(|error| ClientError::InvalidMessage(error.to_string()))
+    client.request::<rq::DaemonInfo>(Empty {}).await
 }

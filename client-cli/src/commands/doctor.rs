@@ -11,9 +11,9 @@ use crate::commands::exit;
 use crate::launcher;
 use rein_protocol::auth::auth_path;
 use rein_protocol::method::{
-    CheckVerdict, DaemonInfo, KeySource, ProviderStatus, ProvidersCheckParams,
-    ProvidersCheckResult, names,
+    CheckVerdict, Empty, KeySource, ProviderStatus, ProvidersCheckParams, ProvidersCheckResult,
 };
+use rein_protocol::requests as rq;
 use serde::Serialize;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -163,10 +163,7 @@ async fn check_daemon(socket: &Path, checks: &mut Vec<Check>) -> Option<Client> 
         }
     };
     let answered = match client.initialize(false).await {
-        Ok(started) => client
-            .call_as::<DaemonInfo>(names::DAEMON_INFO, serde_json::json!({}))
-            .await
-            .map(|info| (started, info)),
+        Ok(started) => client.request::<rq::DaemonInfo>(Empty {}).await.map(|info| (started, info)),
         Err(error) => Err(error),
     };
     match answered {
@@ -212,7 +209,7 @@ async fn check_daemon(socket: &Path, checks: &mut Vec<Check>) -> Option<Client> 
 /// Asks the daemon to try every provider in use.
 async fn check_providers(client: &mut Client, checks: &mut Vec<Check>) {
     let result: ProvidersCheckResult =
-        match client.call_as(names::PROVIDERS_CHECK, ProvidersCheckParams { probe: true }).await {
+        match client.request::<rq::ProvidersCheck>(ProvidersCheckParams { probe: true }).await {
             Ok(result) => result,
             Err(error) => {
                 checks.push(Check::fail(

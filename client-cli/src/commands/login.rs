@@ -6,8 +6,9 @@
 use crate::client::{Client, ClientError};
 use crate::commands::exit;
 use rein_protocol::auth::{AuthFile, auth_path};
-use rein_protocol::method::{KeySource, ProvidersCheckParams, ProvidersCheckResult, names};
+use rein_protocol::method::{KeySource, ProvidersCheckParams, ProvidersCheckResult};
 use rein_protocol::paths;
+use rein_protocol::requests as rq;
 use std::io::{IsTerminal, Read, Write};
 use std::path::Path;
 
@@ -142,7 +143,7 @@ async fn report_precedence(socket: &Path, provider: &str, stored: bool) {
 
 async fn provider_status(socket: &Path) -> Result<ProvidersCheckResult, ClientError> {
     let mut client = Client::connect_or_start(socket).await?;
-    client.call_as(names::PROVIDERS_CHECK, ProvidersCheckParams { probe: false }).await
+    client.request::<rq::ProvidersCheck>(ProvidersCheckParams { probe: false }).await
 }
 
 /// `REIN_HOME`, as a client error when it cannot be found.

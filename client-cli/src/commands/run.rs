@@ -17,10 +17,10 @@ use clap::Args;
 use rein_protocol::event::{ApprovalDecision, EndReason, SessionEvent, SubscriptionItem};
 use rein_protocol::method::{
     ApprovalRespondParams, BusyBehavior, PromptDisposition, PromptParams, PromptResult, RunLimits,
-    SandboxMode, SessionRef, names,
+    SandboxMode, SessionRef,
 };
+use rein_protocol::requests as rq;
 use rein_protocol::verify::{RunOutcome, VerifyRequest};
-use serde_json::Value;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
@@ -176,10 +176,11 @@ pub async fn run(socket: &Path, args: RunArgs) -> Result<u8, ClientError> {
             max_turns: args.max_turns,
             max_cost: args.max_cost,
             max_seconds: args.max_seconds,
+            max_failed_turns: None,
         },
         verify: (!args.verify.is_empty()).then(|| VerifyRequest::Commands(args.verify.clone())),
     };
-    let started: PromptResult = client.call_as(names::SESSION_PROMPT, params).await?;
+    let started: PromptResult = client.request::<rq::SessionPrompt>(params).await?;
     let mut follower = RunFollower {
         client,
         session_id,
@@ -231,7 +232,7 @@ impl RunFollower {
                     cancel_sent = true;
                     eprintln!("rein: cancelling the run (Ctrl-C again to leave at once)");
                     let params = SessionRef { session_id: self.session_id.clone() };
-                    self.client.call_as::<Value>(names::SESSION_CANCEL, params).await?;
+                    self.client.request::<rq::SessionCancel>(params).await?;
                     continue;
                 }
                 notice = self.client.next_session_item() => notice?,
@@ -366,7 +367,7 @@ impl RunFollower {
             decision,
             reason,
         };
-        match self.client.call_as::<Value>(names::APPROVAL_RESPOND, params).await {
+        match self.client.request::<rq::ApprovalRespond>(params).await {
             Ok(_) | Err(ClientError::Rpc(_)) => Ok(()),
             Err(other) => Err(other),
         }

@@ -11,10 +11,11 @@ use crate::resolve;
 use rein_protocol::entry::{EntryKind, SessionEntry};
 use rein_protocol::message::{ContentBlock, Message};
 use rein_protocol::method::{
-    BranchParams, BranchResult, CancelResult, CompactParams, CompactResult, ExportFormat,
+    BranchParams, BranchResult, CancelResult, CompactParams, CompactResult, Empty, ExportFormat,
     ExportParams, ExportResult, HistoryPageParams, LabelParams, ModelsResult, QueueMessageParams,
-    QueueMessageResult, SessionRef, SessionSummary, TreeResult, TrustParams, names,
+    QueueMessageResult, SessionRef, SessionSummary, TreeResult, TrustParams,
 };
+use rein_protocol::requests as rq;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -52,9 +53,7 @@ impl Report {
 /// Loads a session (when the daemon has not yet) and returns its full id.
 async fn open(client: &mut Client, session: &str) -> Result<String, ClientError> {
     let session_id = resolve::session_id(client, session).await?;
-    client
-        .call_as::<Value>(names::SESSION_OPEN, SessionRef { session_id: session_id.clone() })
-        .await?;
+    client.request::<rq::SessionOpen>(SessionRef { session_id: session_id.clone() }).await?;
     Ok(session_id)
 }
 
@@ -108,10 +107,10 @@ pub async fn tree(client: &mut Client, session: &str) -> Result<Report, ClientEr
     let session_id = open(client, session).await?;
     // The tree comes in pages; the drawing needs all of it.
     let mut params = HistoryPageParams { session_id, limit: None, cursor: None };
-    let mut result: TreeResult = client.call_as(names::SESSION_TREE, &params).await?;
+    let mut result: TreeResult = client.request::<rq::SessionTree>(&params).await?;
     while let Some(cursor) = result.next_cursor.take() {
         params.cursor = Some(cursor);
-        let page: TreeResult = client.call_as(names::SESSION_TREE, &params).await?;
+        let page: TreeResult = client.request::<rq::SessionTree>(&params).await?;
         result.entries.extend(page.entries);
         result.leaf_id = page.leaf_id;
         result.next_cursor = page.next_cursor;
@@ -246,7 +245,7 @@ pub async fn branch(
 ) -> Result<Report, ClientError> {
     let session_id = open(client, session).await?;
     let params = BranchParams { session_id, entry_id: Some(entry.to_string()), summarize };
-    let result: BranchResult = client.call_as(names::SESSION_BRANCH, params).await?;
+    let result: BranchResult = client.request::<rq::SessionBranch>(params).await?;
     let mut text = format!("active leaf: {}\n", result.leaf_id.as_deref().unwrap_or("(empty)"));
     if let Some(summary) = &result.summary_entry_id {
         text.push_str(&format!("branch summary: {summary}\n"));
@@ -262,7 +261,7 @@ pub async fn compact(
 ) -> Result<Report, ClientError> {
     let session_id = open(client, session).await?;
     let params = CompactParams { session_id, instructions };
-    let result: CompactResult = client.call_as(names::SESSION_COMPACT, params).await?;
+    let result: CompactResult = client.request::<rq::SessionCompact>(params).await?;
     let text = format!(
         "compacted: {} → {} tokens (entry {})\n{}\n",
         result.tokens_before,
@@ -291,11 +290,10 @@ pub async fn queue(
 ) -> Result<Report, ClientError> {
     let session_id = open(client, session).await?;
     let params = QueueMessageParams { session_id, text: text.to_string(), images: Vec::new() };
-    let method = match kind {
-        QueueKind::Steer => names::SESSION_STEER,
-        QueueKind::FollowUp => names::SESSION_FOLLOW_UP,
+    let result: QueueMessageResult = match kind {
+        QueueKind::Steer => client.request::<rq::SessionSteer>(params).await?,
+        QueueKind::FollowUp => client.request::<rq::SessionFollowUp>(params).await?,
     };
-    let result: QueueMessageResult = client.call_as(method, params).await?;
     let text = if result.started_run {
         "the session was idle: started a run\n".to_string()
     } else {
@@ -308,7 +306,7 @@ pub async fn queue(
 pub async fn cancel(client: &mut Client, session: &str) -> Result<Report, ClientError> {
     let session_id = resolve::session_id(client, session).await?;
     let result: CancelResult =
-        client.call_as(names::SESSION_CANCEL, SessionRef { session_id }).await?;
+        client.request::<rq::SessionCancel>(SessionRef { session_id }).await?;
     let text = if result.cancelled { "cancelled\n" } else { "nothing to cancel\n" };
     Ok(Report::new(result, text.to_string()))
 }
@@ -321,7 +319,7 @@ pub async fn export(
 ) -> Result<Report, ClientError> {
     let session_id = open(client, session).await?;
     let result: ExportResult =
-        client.call_as(names::SESSION_EXPORT, ExportParams { session_id, format }).await?;
+        client.request::<rq::SessionExport>(ExportParams { session_id, format }).await?;
     let mut text = result.content.clone();
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
@@ -342,7 +340,7 @@ pub async fn label(
         entry_id: entry.to_string(),
         label: (!label.is_empty()).then(|| label.to_string()),
     };
-    let result: Value = client.call_as(names::SESSION_LABEL, params).await?;
+    let result = client.request::<rq::SessionLabel>(params).await?;
     Ok(Report::new(result, format!("labelled {entry}: {label}\n")))
 }
 
@@ -355,7 +353,7 @@ pub async fn trust(
 ) -> Result<Report, ClientError> {
     let path = dir.display().to_string();
     let params = TrustParams { path: path.clone(), trusted: !revoke, force };
-    let result: Value = client.call_as(names::TRUST_SET, params).await?;
+    let result = client.request::<rq::TrustSet>(params).await?;
     let text = if revoke {
         format!("no longer trusted: {path}\n")
     } else {
@@ -368,7 +366,7 @@ pub async fn trust(
 
 /// `rein models`.
 pub async fn models(client: &mut Client) -> Result<Report, ClientError> {
-    let result: ModelsResult = client.call_as(names::MODELS_LIST, serde_json::json!({})).await?;
+    let result: ModelsResult = client.request::<rq::ModelsList>(Empty {}).await?;
     let text = format_models(&result);
     Ok(Report::new(result, text))
 }
@@ -379,7 +377,7 @@ pub async fn mcp_list(
     session_id: Option<String>,
 ) -> Result<Report, ClientError> {
     let params = rein_protocol::mcp::McpListParams { session_id };
-    let result: rein_protocol::mcp::McpListResult = client.call_as(names::MCP_LIST, params).await?;
+    let result: rein_protocol::mcp::McpListResult = client.request::<rq::McpList>(params).await?;
     let text = format_mcp_servers(&result);
     Ok(Report::new(result, text))
 }

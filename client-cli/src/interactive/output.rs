@@ -6,7 +6,7 @@ use rustyline::ExternalPrinter;
 use std::io::{IsTerminal, Write};
 
 /// Where the attach prints.
-pub struct Output {
+pub(super) struct Output {
     printer: Option<Box<dyn ExternalPrinter + Send>>,
     pending: String,
 }
@@ -19,7 +19,7 @@ impl std::fmt::Debug for Output {
 
 impl Output {
     /// Prints through `editor`'s external printer when the keyboard is a terminal.
-    pub fn new(editor: &mut rustyline::DefaultEditor) -> Self {
+    pub(super) fn new(editor: &mut rustyline::DefaultEditor) -> Self {
         let printer = if std::io::stdin().is_terminal() {
             editor
                 .create_external_printer()
@@ -32,7 +32,7 @@ impl Output {
     }
 
     /// Rendered chunks: complete lines are printed now, a partial line when it completes.
-    pub fn chunks(&mut self, chunks: Vec<Chunk>) {
+    pub(super) fn chunks(&mut self, chunks: Vec<Chunk>) {
         for chunk in chunks {
             self.pending.push_str(&chunk.text);
         }
@@ -43,13 +43,13 @@ impl Output {
     }
 
     /// A message of `rein`'s own, after whatever partial line is pending.
-    pub fn print(&mut self, text: &str) {
+    pub(super) fn print(&mut self, text: &str) {
         self.flush();
         self.write(text.to_string());
     }
 
     /// Prints a pending partial line.
-    pub fn flush(&mut self) {
+    pub(super) fn flush(&mut self) {
         if !self.pending.is_empty() {
             let mut text = std::mem::take(&mut self.pending);
             text.push('\n');

@@ -14,12 +14,12 @@
 
 use crate::events::EventHub;
 use crate::hooks::{AgentHooks, ToolCallContext, ToolCallDecision};
-use crate::now_ms;
 use crate::stop::RunStop;
 use crate::tool::{ExecutionMode, ToolInvocation, ToolOutput, ToolUpdateSink};
 use crate::toolset::{ToolSet, ValidCall};
 use futures::StreamExt;
 use futures::stream::FuturesOrdered;
+use rein_protocol::clock::now_ms;
 use rein_protocol::event::SessionEvent;
 use rein_protocol::message::{ToolCall, ToolResultMessage};
 use std::any::Any;

@@ -133,10 +133,3 @@ pub use hooks::{
 pub use limits::{RunLimits, RunProgress};
 pub use tool::{ExecutionMode, Tool, ToolInvocation, ToolOutput, ToolUpdateSink};
 pub use toolset::{ToolSet, ToolSetError};
-
-/// Milliseconds since the Unix epoch, for message timestamps.
-pub(crate) fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
-}

@@ -37,6 +37,9 @@ impl RunLimits {
         if let Some(seconds) = overrides.max_seconds {
             self.max_wall_time = Some(Duration::from_secs(seconds));
         }
+        if let Some(turns) = overrides.max_failed_turns {
+            self.max_failed_turns = Some(turns);
+        }
         self
     }
 
@@ -101,6 +104,7 @@ mod tests {
             max_turns: Some(7),
             max_cost: None,
             max_seconds: Some(30),
+            max_failed_turns: None,
         };
         let limits =
             RunLimits { max_cost: Some(2.0), ..RunLimits::default() }.with_overrides(&overrides);

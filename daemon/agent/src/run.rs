@@ -8,7 +8,6 @@ use crate::execution::{BatchContext, execute_batch, skip_calls};
 use crate::harness::Shared;
 use crate::hooks::{AgentHooks, RequestView, StopDecision, StopView, TurnTools};
 use crate::limits::{RunLimits, RunProgress};
-use crate::now_ms;
 use crate::partial::PartialMessage;
 use crate::stop::RunStop;
 use crate::toolset::ToolSet;
@@ -17,6 +16,7 @@ use rein_ai::{
     AssistantMessageEvent, Provider, ProviderErrorKind, ProviderRequest, RequestContext,
     StreamOptions,
 };
+use rein_protocol::clock::now_ms;
 use rein_protocol::event::{EndReason, SessionEvent};
 use rein_protocol::message::{
     AssistantMessage, ContentBlock, Message, StopReason, ToolCall, ToolResultMessage, Usage,

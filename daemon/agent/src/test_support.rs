@@ -19,7 +19,7 @@ use tokio::sync::{Barrier, Notify, watch};
 
 /// One step of a scripted reply.
 #[allow(clippy::large_enum_variant)] // a test double; size does not matter here
-pub enum Step {
+pub(crate) enum Step {
     /// Yield this event.
     Event(AssistantMessageEvent),
     /// Wait until the test releases the gate.
@@ -30,24 +30,24 @@ pub enum Step {
 
 /// A provider that answers each request with the next scripted reply and records requests.
 #[derive(Default)]
-pub struct ScriptedProvider {
+pub(crate) struct ScriptedProvider {
     replies: Mutex<VecDeque<Vec<Step>>>,
     requests: Mutex<Vec<ProviderRequest>>,
 }
 
 impl ScriptedProvider {
     /// A provider with these replies, in order.
-    pub fn new(replies: Vec<Vec<Step>>) -> Arc<Self> {
+    pub(crate) fn new(replies: Vec<Vec<Step>>) -> Arc<Self> {
         Arc::new(Self { replies: Mutex::new(replies.into()), requests: Mutex::default() })
     }
 
     /// Adds a reply at the end of the script.
-    pub fn push(&self, reply: Vec<Step>) {
+    pub(crate) fn push(&self, reply: Vec<Step>) {
         self.replies.lock().unwrap().push_back(reply);
     }
 
     /// Every request so far.
-    pub fn requests(&self) -> Vec<ProviderRequest> {
+    pub(crate) fn requests(&self) -> Vec<ProviderRequest> {
         self.requests.lock().unwrap().clone()
     }
 }
@@ -79,7 +79,7 @@ impl Provider for ScriptedProvider {
 }
 
 /// The model every test uses.
-pub fn model() -> ModelInfo {
+pub(crate) fn model() -> ModelInfo {
     ModelInfo {
         provider: "script".into(),
         id: "scripted-1".into(),
@@ -95,7 +95,7 @@ pub fn model() -> ModelInfo {
 }
 
 /// An assistant message from the test model.
-pub fn assistant(content: Vec<ContentBlock>, stop_reason: StopReason) -> AssistantMessage {
+pub(crate) fn assistant(content: Vec<ContentBlock>, stop_reason: StopReason) -> AssistantMessage {
     let model = model();
     AssistantMessage {
         content,
@@ -110,7 +110,7 @@ pub fn assistant(content: Vec<ContentBlock>, stop_reason: StopReason) -> Assista
 }
 
 /// A streamed text answer.
-pub fn text_reply(text: &str) -> Vec<Step> {
+pub(crate) fn text_reply(text: &str) -> Vec<Step> {
     vec![
         Step::Event(AssistantMessageEvent::Start),
         Step::Event(AssistantMessageEvent::Delta(AssistantDelta::TextDelta {
@@ -125,12 +125,12 @@ pub fn text_reply(text: &str) -> Vec<Step> {
 }
 
 /// A streamed reply making these calls `(id, tool, arguments)`.
-pub fn tool_reply(calls: &[(&str, &str, Value)]) -> Vec<Step> {
+pub(crate) fn tool_reply(calls: &[(&str, &str, Value)]) -> Vec<Step> {
     tool_reply_costing(calls, 0.0)
 }
 
 /// Like [`tool_reply`], with a cost in its usage.
-pub fn tool_reply_costing(calls: &[(&str, &str, Value)], cost: f64) -> Vec<Step> {
+pub(crate) fn tool_reply_costing(calls: &[(&str, &str, Value)], cost: f64) -> Vec<Step> {
     let mut steps = vec![Step::Event(AssistantMessageEvent::Start)];
     let mut content = Vec::new();
     for (index, (id, name, arguments)) in calls.iter().enumerate() {
@@ -160,7 +160,7 @@ pub fn tool_reply_costing(calls: &[(&str, &str, Value)], cost: f64) -> Vec<Step>
 }
 
 /// A provider failure of this kind.
-pub fn error_reply(kind: ProviderErrorKind, text: &str) -> Vec<Step> {
+pub(crate) fn error_reply(kind: ProviderErrorKind, text: &str) -> Vec<Step> {
     let mut message = assistant(vec![], StopReason::Error);
     message.error_message = Some(text.into());
     vec![Step::Event(AssistantMessageEvent::Error { message, kind })]
@@ -168,7 +168,7 @@ pub fn error_reply(kind: ProviderErrorKind, text: &str) -> Vec<Step> {
 
 /// A harness over this provider and these tools, with a subscription opened before anything
 /// happens.
-pub fn harness_with(
+pub(crate) fn harness_with(
     provider: Arc<ScriptedProvider>,
     tools: Vec<Arc<dyn Tool>>,
     adjust: impl FnOnce(&mut HarnessConfig),
@@ -183,7 +183,7 @@ pub fn harness_with(
 }
 
 /// The next event; fails the test instead of hanging forever.
-pub async fn next_event(events: &mut EventReceiver) -> SessionEvent {
+pub(crate) async fn next_event(events: &mut EventReceiver) -> SessionEvent {
     tokio::time::timeout(Duration::from_secs(10), events.recv())
         .await
         .expect("no event within 10 s: the harness hangs")
@@ -191,7 +191,7 @@ pub async fn next_event(events: &mut EventReceiver) -> SessionEvent {
 }
 
 /// Events up to and including the first that matches.
-pub async fn events_until(
+pub(crate) async fn events_until(
     events: &mut EventReceiver,
     stop: impl Fn(&SessionEvent) -> bool,
 ) -> Vec<SessionEvent> {
@@ -207,12 +207,12 @@ pub async fn events_until(
 }
 
 /// Events up to and including `Settled`.
-pub async fn until_settled(events: &mut EventReceiver) -> Vec<SessionEvent> {
+pub(crate) async fn until_settled(events: &mut EventReceiver) -> Vec<SessionEvent> {
     events_until(events, |event| matches!(event, SessionEvent::Settled)).await
 }
 
 /// The `AgentEnd` events among these, as `(reason, error, turns)`.
-pub fn ends(
+pub(crate) fn ends(
     events: &[SessionEvent],
 ) -> Vec<(rein_protocol::event::EndReason, Option<String>, u32)> {
     events
@@ -228,7 +228,7 @@ pub fn ends(
 
 /// Checks what every provider needs: each tool call has exactly one result, after it and
 /// before the next assistant message, and no result is orphaned.
-pub fn assert_history_valid(messages: &[Message]) {
+pub(crate) fn assert_history_valid(messages: &[Message]) {
     let mut open: Vec<String> = Vec::new();
     let mut answered: HashSet<String> = HashSet::new();
     for message in messages {
@@ -254,7 +254,7 @@ pub fn assert_history_valid(messages: &[Message]) {
 }
 
 /// The text of the tool results in a history, by call id.
-pub fn tool_results(messages: &[Message]) -> Vec<(String, bool, String)> {
+pub(crate) fn tool_results(messages: &[Message]) -> Vec<(String, bool, String)> {
     messages
         .iter()
         .filter_map(|message| match message {
@@ -267,7 +267,7 @@ pub fn tool_results(messages: &[Message]) -> Vec<(String, bool, String)> {
 }
 
 /// Returns its `text` argument.
-pub struct Echo;
+pub(crate) struct Echo;
 
 impl Tool for Echo {
     fn name(&self) -> &str {
@@ -294,7 +294,7 @@ impl Tool for Echo {
 }
 
 /// Always fails.
-pub struct Fail;
+pub(crate) struct Fail;
 
 impl Tool for Fail {
     fn name(&self) -> &str {
@@ -315,7 +315,7 @@ impl Tool for Fail {
 }
 
 /// Always panics.
-pub struct Panic;
+pub(crate) struct Panic;
 
 impl Tool for Panic {
     fn name(&self) -> &str {
@@ -337,7 +337,7 @@ impl Tool for Panic {
 
 /// Reports progress, tells the test it is running, then waits for the test to release it. With
 /// `ignore_cancel` it never looks at the cancel token, so only the loop can stop waiting.
-pub struct Gate {
+pub(crate) struct Gate {
     /// Notified once the call runs.
     pub started: Arc<Notify>,
     /// Releases the call.
@@ -348,7 +348,7 @@ pub struct Gate {
 
 impl Gate {
     /// A gate and its two signals.
-    pub fn new(ignore_cancel: bool) -> Arc<Self> {
+    pub(crate) fn new(ignore_cancel: bool) -> Arc<Self> {
         Arc::new(Self { started: Arc::default(), release: Arc::default(), ignore_cancel })
     }
 }
@@ -387,7 +387,7 @@ impl Tool for Gate {
 /// A parallel tool for `of` overlapping calls: each waits at a barrier that opens only once
 /// all `of` calls run, then call `index` finishes only after every call with a higher index,
 /// so they finish in reverse order.
-pub struct Rendezvous {
+pub(crate) struct Rendezvous {
     barrier: Barrier,
     finished: watch::Sender<usize>,
     /// Indices in the order the calls finished.
@@ -397,7 +397,7 @@ pub struct Rendezvous {
 
 impl Rendezvous {
     /// A rendezvous for `of` calls.
-    pub fn new(of: usize) -> Arc<Self> {
+    pub(crate) fn new(of: usize) -> Arc<Self> {
         Arc::new(Self {
             barrier: Barrier::new(of),
             finished: watch::channel(0).0,

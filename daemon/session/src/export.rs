@@ -1,9 +1,9 @@
 //! Export of the active path: a readable Markdown transcript, and a JSONL trajectory (one
 //! message per line, then a run-info line) for tools and training pipelines.
 
-use rein_protocol::entry::RunSetupLimits;
 use rein_protocol::event::EndReason;
 use rein_protocol::message::{ContentBlock, Message, StopReason, Usage};
+use rein_protocol::method::RunLimits;
 use rein_protocol::{EntryKind, SessionEntry};
 use serde::Serialize;
 
@@ -33,7 +33,7 @@ pub struct RunInfo {
     /// The provider the last run started with.
     pub provider: Option<String>,
     /// The limits the last run ran under.
-    pub limits: Option<RunSetupLimits>,
+    pub limits: Option<RunLimits>,
     /// SHA-256 (hex) of the system prompt the last run started with.
     pub system_prompt_sha256: Option<String>,
     /// SHA-256 (hex) of the configuration files in force for the last run.

@@ -32,10 +32,7 @@ pub fn now_rfc3339() -> String {
 }
 
 /// The current time in milliseconds since the Unix epoch (the unit of message timestamps).
-pub fn now_millis() -> i64 {
-    let nanos = OffsetDateTime::now_utc().unix_timestamp_nanos();
-    i64::try_from(nanos / 1_000_000).unwrap_or(i64::MAX)
-}
+pub use rein_protocol::clock::now_ms as now_millis;
 
 /// Formats a time as RFC 3339; falls back to the Unix epoch text if formatting fails (it only
 /// fails for years outside 0..=9999).

@@ -287,7 +287,7 @@ impl Hub {
                 }
                 _ => crate::clients::caller(),
             };
-            sink_pending.publish(&sink_events, event, now_millis(), client);
+            sink_pending.publish(&sink_events, event, rein_protocol::clock::now_ms(), client);
             if let (Some((run_id, running)), Some(session_id)) =
                 (lifecycle, sink_events.session_id())
             {
@@ -548,12 +548,4 @@ where
     tokio::task::spawn_blocking(move || runtime.block_on(load()))
         .await
         .map_err(|error| RpcError::new(ErrorKind::Internal, format!("loading failed: {error}")))
-}
-
-/// Milliseconds since the Unix epoch.
-pub fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or_default()
 }

@@ -8,7 +8,7 @@ use rein_protocol::checkpoint::{DiffParams, DiffResult, UndoParams, UndoResult};
 use std::sync::Arc;
 
 /// `session/undo`: serialized with the session's other commands; needs it idle.
-pub async fn undo(
+pub(super) async fn undo(
     params: UndoParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<UndoResult, RpcError> {
@@ -21,7 +21,7 @@ pub async fn undo(
 }
 
 /// `session/diff`: a read; never waits behind a run.
-pub async fn diff(
+pub(super) async fn diff(
     params: DiffParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<DiffResult, RpcError> {

@@ -14,7 +14,7 @@ use rein_protocol::version::PROTOCOL_VERSION;
 use std::sync::Arc;
 
 /// `initialize`: checks the protocol version and records who the client is.
-pub async fn initialize(
+pub(super) async fn initialize(
     params: InitializeParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<InitializeResult, RpcError> {
@@ -49,7 +49,7 @@ pub async fn initialize(
 }
 
 /// `daemon/info`.
-pub async fn info(_: Empty, connection: Arc<ConnectionContext>) -> Result<DaemonInfo, RpcError> {
+pub(super) async fn info(_: Empty, connection: Arc<ConnectionContext>) -> Result<DaemonInfo, RpcError> {
     let daemon = &connection.daemon;
     let (disk_free_bytes, low_disk_space) = crate::housekeeping::disk_status(
         &daemon.options.home,
@@ -82,7 +82,7 @@ pub async fn info(_: Empty, connection: Arc<ConnectionContext>) -> Result<Daemon
 }
 
 /// `daemon/shutdown`: answers, then shuts down gracefully.
-pub async fn shutdown(_: Empty, connection: Arc<ConnectionContext>) -> Result<Ack, RpcError> {
+pub(super) async fn shutdown(_: Empty, connection: Arc<ConnectionContext>) -> Result<Ack, RpcError> {
     tracing::info!(client = %connection.client_name(), "shutdown requested");
     let daemon = connection.daemon.clone();
     // Answer first, then stop: the caller learns the request was taken.
@@ -95,7 +95,7 @@ pub async fn shutdown(_: Empty, connection: Arc<ConnectionContext>) -> Result<Ac
 
 /// `trust/set`: trusts or revokes a project directory; loaded sessions under it pick the
 /// change up for their next request.
-pub async fn trust_set(
+pub(super) async fn trust_set(
     params: TrustParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<Ack, RpcError> {
@@ -116,7 +116,7 @@ pub async fn trust_set(
 }
 
 /// `trust/list`.
-pub async fn trust_list(
+pub(super) async fn trust_list(
     _: Empty,
     connection: Arc<ConnectionContext>,
 ) -> Result<TrustListResult, RpcError> {
@@ -127,7 +127,7 @@ pub async fn trust_list(
 
 /// `mcp/list`: the daemon's MCP servers, then (when `session_id` names a loaded session) that
 /// session's own.
-pub async fn mcp_list(
+pub(super) async fn mcp_list(
     params: rein_protocol::mcp::McpListParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<rein_protocol::mcp::McpListResult, RpcError> {

@@ -10,7 +10,7 @@ use rein_protocol::method::{
 use std::sync::Arc;
 
 /// `session/branch`.
-pub async fn branch(
+pub(super) async fn branch(
     params: BranchParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<BranchResult, RpcError> {
@@ -20,7 +20,7 @@ pub async fn branch(
 }
 
 /// `session/compact`.
-pub async fn compact(
+pub(super) async fn compact(
     params: CompactParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<CompactResult, RpcError> {
@@ -28,7 +28,7 @@ pub async fn compact(
 }
 
 /// `session/export`.
-pub async fn export(
+pub(super) async fn export(
     params: ExportParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<ExportResult, RpcError> {

@@ -14,13 +14,13 @@ const MAX_PAGE_BYTES: usize = 4 * 1024 * 1024;
 
 /// The page size for a daemon whose line limit is `max_line_bytes`: a quarter of it, at most
 /// [`MAX_PAGE_BYTES`], leaving room for the rest of the reply.
-pub fn page_bytes(max_line_bytes: usize) -> usize {
+pub(super) fn page_bytes(max_line_bytes: usize) -> usize {
     (max_line_bytes / 4).clamp(1, MAX_PAGE_BYTES)
 }
 
 /// Which way pages go.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Direction {
+pub(super) enum Direction {
     /// From the newest item back (`session/messages`).
     Backward,
     /// From the first item on (`session/tree`).
@@ -38,7 +38,7 @@ impl Direction {
 
 /// One page: the items' range and the cursor of the next page.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Page {
+pub(super) struct Page {
     /// The items in the page.
     pub range: Range<usize>,
     /// The next page's cursor; `None` on the last page.
@@ -46,7 +46,7 @@ pub struct Page {
 }
 
 /// Picks the page of `items` that `cursor` names, going `direction`.
-pub fn page<T: Serialize>(
+pub(super) fn page<T: Serialize>(
     items: &[T],
     direction: Direction,
     cursor: Option<&str>,

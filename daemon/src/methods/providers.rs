@@ -20,7 +20,7 @@ const CHECK_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// `models/list`: the catalog's and the configuration's models, plus every model a provider
 /// on this machine (a detected server, Ollama, a configured loopback URL) lists right now.
-pub async fn models(
+pub(super) async fn models(
     _: Empty,
     connection: Arc<ConnectionContext>,
 ) -> Result<ModelsResult, RpcError> {
@@ -64,7 +64,7 @@ pub async fn models(
 
 /// `providers/check`: every provider, where its key comes from, and (with `probe`) whether the
 /// ones in use answer a models request and accept their key.
-pub async fn check(
+pub(super) async fn check(
     params: ProvidersCheckParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<ProvidersCheckResult, RpcError> {

@@ -29,7 +29,7 @@ fn check_images(images: &[ContentBlock]) -> Result<(), RpcError> {
 }
 
 /// `session/prompt`.
-pub async fn prompt(
+pub(super) async fn prompt(
     params: PromptParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<PromptResult, RpcError> {
@@ -39,7 +39,7 @@ pub async fn prompt(
 }
 
 /// `session/steer`.
-pub async fn steer(
+pub(super) async fn steer(
     params: QueueMessageParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<QueueMessageResult, RpcError> {
@@ -49,7 +49,7 @@ pub async fn steer(
 }
 
 /// `session/follow_up`.
-pub async fn follow_up(
+pub(super) async fn follow_up(
     params: QueueMessageParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<QueueMessageResult, RpcError> {
@@ -59,7 +59,7 @@ pub async fn follow_up(
 }
 
 /// `session/cancel`.
-pub async fn cancel(
+pub(super) async fn cancel(
     params: SessionRef,
     connection: Arc<ConnectionContext>,
 ) -> Result<CancelResult, RpcError> {
@@ -68,7 +68,7 @@ pub async fn cancel(
 }
 
 /// `session/queue`.
-pub async fn queue(
+pub(super) async fn queue(
     params: SessionRef,
     connection: Arc<ConnectionContext>,
 ) -> Result<QueueState, RpcError> {
@@ -77,7 +77,7 @@ pub async fn queue(
 }
 
 /// `session/clear_queue`.
-pub async fn clear_queue(
+pub(super) async fn clear_queue(
     params: ClearQueueParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<QueueState, RpcError> {
@@ -86,7 +86,7 @@ pub async fn clear_queue(
 }
 
 /// `session/shell`.
-pub async fn shell(
+pub(super) async fn shell(
     params: ShellParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<ShellResult, RpcError> {
@@ -98,7 +98,7 @@ pub async fn shell(
 }
 
 /// `approval/respond`: the first answer wins; later ones get `approval_not_found`.
-pub async fn approval_respond(
+pub(super) async fn approval_respond(
     params: ApprovalRespondParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<Ack, RpcError> {

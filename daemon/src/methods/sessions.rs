@@ -16,7 +16,7 @@ use rein_protocol::method::{
 use std::sync::Arc;
 
 /// `session/create`.
-pub async fn create(
+pub(super) async fn create(
     mut params: CreateSessionParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<SessionState, RpcError> {
@@ -29,7 +29,7 @@ pub async fn create(
 }
 
 /// `session/list`.
-pub async fn list(
+pub(super) async fn list(
     params: ListSessionsParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<ListSessionsResult, RpcError> {
@@ -42,7 +42,7 @@ pub async fn list(
 }
 
 /// `session/open`: loads the session (if needed) and returns its state.
-pub async fn open(
+pub(super) async fn open(
     params: SessionRef,
     connection: Arc<ConnectionContext>,
 ) -> Result<SessionState, RpcError> {
@@ -51,7 +51,7 @@ pub async fn open(
 }
 
 /// `session/close`.
-pub async fn close(
+pub(super) async fn close(
     params: SessionRef,
     connection: Arc<ConnectionContext>,
 ) -> Result<Ack, RpcError> {
@@ -60,7 +60,7 @@ pub async fn close(
 }
 
 /// `session/delete`.
-pub async fn delete(
+pub(super) async fn delete(
     params: SessionRef,
     connection: Arc<ConnectionContext>,
 ) -> Result<Ack, RpcError> {
@@ -74,7 +74,7 @@ pub async fn delete(
 }
 
 /// `session/fork`: copies an entry's path into a new session and loads it.
-pub async fn fork(
+pub(super) async fn fork(
     params: ForkParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<SessionState, RpcError> {
@@ -85,7 +85,7 @@ pub async fn fork(
 }
 
 /// `session/state`.
-pub async fn state(
+pub(super) async fn state(
     params: SessionRef,
     connection: Arc<ConnectionContext>,
 ) -> Result<SessionState, RpcError> {
@@ -95,7 +95,7 @@ pub async fn state(
 
 /// `session/messages`: a page of the messages on the active path, newest first in paging
 /// order (oldest first within the page).
-pub async fn messages(
+pub(super) async fn messages(
     params: HistoryPageParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<MessagesResult, RpcError> {
@@ -121,7 +121,7 @@ pub async fn messages(
 }
 
 /// `session/tree`: a page of the session file's entries in file order.
-pub async fn tree(
+pub(super) async fn tree(
     params: HistoryPageParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<TreeResult, RpcError> {
@@ -141,7 +141,7 @@ pub async fn tree(
 }
 
 /// `session/label`.
-pub async fn label(
+pub(super) async fn label(
     params: LabelParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<Ack, RpcError> {
@@ -151,7 +151,7 @@ pub async fn label(
 }
 
 /// `session/rename`.
-pub async fn rename(
+pub(super) async fn rename(
     params: RenameParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<Ack, RpcError> {
@@ -160,7 +160,7 @@ pub async fn rename(
 }
 
 /// `session/set_model`.
-pub async fn set_model(
+pub(super) async fn set_model(
     params: SetModelParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<Ack, RpcError> {
@@ -170,7 +170,7 @@ pub async fn set_model(
 }
 
 /// `session/set_thinking`.
-pub async fn set_thinking(
+pub(super) async fn set_thinking(
     params: SetThinkingParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<Ack, RpcError> {
@@ -179,7 +179,7 @@ pub async fn set_thinking(
 }
 
 /// `session/set_approval_policy`.
-pub async fn set_approval_policy(
+pub(super) async fn set_approval_policy(
     params: SetApprovalPolicyParams,
     connection: Arc<ConnectionContext>,
 ) -> Result<Ack, RpcError> {

@@ -28,7 +28,7 @@ use tokio::sync::broadcast::error::RecvError;
 const KEEPALIVE_PERIOD: Duration = Duration::from_secs(1);
 
 /// `daemon/subscribe`: sessions created, deleted, running and idle; shutdown.
-pub async fn daemon_events(
+pub(super) async fn daemon_events(
     params: Params<'static>,
     pending: PendingSubscriptionSink,
     _: Arc<()>,
@@ -71,7 +71,7 @@ pub async fn daemon_events(
 }
 
 /// `session/subscribe`: the session's numbered events, from `after_seq` on.
-pub async fn session_events(
+pub(super) async fn session_events(
     params: Params<'static>,
     pending: PendingSubscriptionSink,
     _: Arc<()>,

@@ -23,6 +23,7 @@ use rein_protocol::codec::Frame;
 use rein_protocol::error::ErrorKind;
 use rein_protocol::method::ClientCapabilities;
 use rein_protocol::method::names;
+use rein_protocol::requests::{MethodId, Scope};
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::collections::HashMap;
@@ -256,45 +257,22 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> String {
     }
 }
 
-/// Methods that never wait behind a session's commands: reads, and control calls that must be
-/// able to overtake (cancel, clearing queues, answering approvals).
-const UNORDERED: &[&str] = &[
-    names::SESSION_OPEN,
-    names::SESSION_STATE,
-    names::SESSION_MESSAGES,
-    names::SESSION_TREE,
-    names::SESSION_QUEUE,
-    names::SESSION_EXPORT,
-    names::SESSION_DIFF,
-    names::SESSION_LIST,
-    names::SESSION_CANCEL,
-    names::SESSION_CLEAR_QUEUE,
-    names::APPROVAL_RESPOND,
-];
-
-/// The lanes a request joins: every other request naming a `session_id` changes that session
-/// and joins its lane; subscribe, unsubscribe and `initialize` (which sets what a
-/// subscription may do) also keep their order among themselves.
+/// The lanes a request joins, from its method's [`Scope`] in the protocol's method table:
+/// `initialize`, subscribe and unsubscribe keep their order among themselves; every request
+/// naming a `session_id` whose method is not [`Scope::Unordered`] (reads and control calls that
+/// must overtake) joins that session's lane. Unknown methods are ordered like commands.
 fn lanes_for(request: &Request<'_>) -> Vec<Lane> {
     #[derive(Deserialize)]
     struct Target {
         session_id: Option<String>,
     }
-    let method = request.method.as_ref();
+    let scope =
+        MethodId::from_name(request.method.as_ref()).map_or(Scope::Session, MethodId::scope);
     let mut lanes = Vec::new();
-    if [
-        names::INITIALIZE,
-        names::SESSION_SUBSCRIBE,
-        names::SESSION_UNSUBSCRIBE,
-        names::DAEMON_SUBSCRIBE,
-        names::DAEMON_UNSUBSCRIBE,
-    ]
-    .contains(&method)
-    {
-        lanes.push(Lane::Subscriptions);
-    }
-    if UNORDERED.contains(&method) {
-        return lanes;
+    match scope {
+        Scope::Unordered => return lanes,
+        Scope::Subscriptions => lanes.push(Lane::Subscriptions),
+        Scope::Session => {}
     }
     let session = request
         .params

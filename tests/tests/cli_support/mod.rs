@@ -12,7 +12,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 /// A fake provider, a daemon that uses it as `fake/test-model`, and a project directory.
-pub struct CliEnv {
+pub(crate) struct CliEnv {
     /// The scripted provider.
     pub fake: BackgroundFake,
     /// The daemon.
@@ -23,14 +23,14 @@ pub struct CliEnv {
 
 impl CliEnv {
     /// Starts everything with `script` and the daemon already running.
-    pub fn start(script: Vec<Reply>) -> Self {
+    pub(crate) fn start(script: Vec<Reply>) -> Self {
         let mut env = Self::configured(script);
         env.daemon.spawn();
         env
     }
 
     /// Everything but the daemon (for tests where `rein` starts it).
-    pub fn configured(script: Vec<Reply>) -> Self {
+    pub(crate) fn configured(script: Vec<Reply>) -> Self {
         let fake = BackgroundFake::start(script);
         let daemon = DaemonFixture::new();
         let config = format!(
@@ -55,58 +55,58 @@ max_retries = 0
     }
 
     /// The project directory, canonical (as the daemon stores it).
-    pub fn project_dir(&self) -> std::path::PathBuf {
+    pub(crate) fn project_dir(&self) -> std::path::PathBuf {
         self.project.path().canonicalize().unwrap()
     }
 
     /// `rein` in the project directory.
-    pub fn rein(&self) -> Command {
+    pub(crate) fn rein(&self) -> Command {
         let mut command = self.daemon.rein();
         command.current_dir(self.project.path());
         command
     }
 
     /// Runs `rein ARGS` in the project directory with no stdin.
-    pub fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         self.rein().args(args).stdin(std::process::Stdio::null()).output().unwrap()
     }
 
     /// One JSON-RPC call on a fresh connection; returns the whole response.
-    pub fn rpc(&self, method: &str, params: Value) -> Value {
+    pub(crate) fn rpc(&self, method: &str, params: Value) -> Value {
         self.daemon.connect().call(1, method, params)
     }
 
     /// The `result` of a call that must succeed.
-    pub fn rpc_ok(&self, method: &str, params: Value) -> Value {
+    pub(crate) fn rpc_ok(&self, method: &str, params: Value) -> Value {
         let response = self.rpc(method, params);
         assert!(response.get("error").is_none(), "{method} failed: {response}");
         response["result"].clone()
     }
 
     /// The messages on a session's active path.
-    pub fn messages(&self, session_id: &str) -> Vec<Value> {
+    pub(crate) fn messages(&self, session_id: &str) -> Vec<Value> {
         let result = self.rpc_ok("session/messages", json!({"session_id": session_id}));
         result["messages"].as_array().cloned().unwrap_or_default()
     }
 
     /// Requests the fake provider received.
-    pub fn requests(&self) -> Vec<RecordedRequest> {
+    pub(crate) fn requests(&self) -> Vec<RecordedRequest> {
         self.fake.requests()
     }
 }
 
 /// Standard output as text.
-pub fn stdout(output: &Output) -> String {
+pub(crate) fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// Standard error as text.
-pub fn stderr(output: &Output) -> String {
+pub(crate) fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// The session id `rein run` printed on stderr (`session: ID`).
-pub fn session_id(stderr: &str) -> String {
+pub(crate) fn session_id(stderr: &str) -> String {
     stderr
         .lines()
         .find_map(|line| line.strip_prefix("session: "))
@@ -116,12 +116,12 @@ pub fn session_id(stderr: &str) -> String {
 }
 
 /// Whether any text block of a recorded request mentions `needle`.
-pub fn request_mentions(request: &RecordedRequest, needle: &str) -> bool {
+pub(crate) fn request_mentions(request: &RecordedRequest, needle: &str) -> bool {
     request.body.to_string().contains(needle)
 }
 
 /// Asserts the exit code, showing both streams when it differs.
-pub fn assert_exit(output: &Output, code: i32) {
+pub(crate) fn assert_exit(output: &Output, code: i32) {
     assert_eq!(
         output.status.code(),
         Some(code),
@@ -132,18 +132,18 @@ pub fn assert_exit(output: &Output, code: i32) {
 }
 
 /// Stops a daemon that `rein` started on its own.
-pub fn stop_daemon(env: &CliEnv) {
+pub(crate) fn stop_daemon(env: &CliEnv) {
     let _ = env.run(&["daemon", "stop"]);
 }
 
 /// The path as a string.
-pub fn path_str(path: &Path) -> String {
+pub(crate) fn path_str(path: &Path) -> String {
     path.display().to_string()
 }
 
 /// `rein` on a pseudo-terminal, through util-linux `script`, so the line editor runs as it
 /// does for a person. Output is collected on a thread; [`Pty::expect`] waits for text.
-pub struct Pty {
+pub(crate) struct Pty {
     child: std::process::Child,
     input: std::process::ChildStdin,
     output: std::sync::Arc<std::sync::Mutex<String>>,
@@ -151,11 +151,11 @@ pub struct Pty {
 }
 
 /// How long [`Pty::expect`] waits.
-pub const EXPECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
+pub(crate) const EXPECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(20);
 
 impl Pty {
     /// Starts `rein ARGS` on a pseudo-terminal in the project directory.
-    pub fn spawn(env: &CliEnv, args: &[&str]) -> Self {
+    pub(crate) fn spawn(env: &CliEnv, args: &[&str]) -> Self {
         let rein = env.rein();
         let mut line = shell_quote(&rein.get_program().to_string_lossy());
         for arg in args {
@@ -195,7 +195,7 @@ impl Pty {
     }
 
     /// Types `text` (use `\r` for Enter, `\x03` for Ctrl-C).
-    pub fn send(&mut self, text: &str) {
+    pub(crate) fn send(&mut self, text: &str) {
         use std::io::Write;
         self.input.write_all(text.as_bytes()).unwrap();
         self.input.flush().unwrap();
@@ -203,7 +203,7 @@ impl Pty {
 
     /// Waits until `needle` appears after what earlier expects consumed; returns the output
     /// up to and including it.
-    pub fn expect(&mut self, needle: &str) -> String {
+    pub(crate) fn expect(&mut self, needle: &str) -> String {
         let deadline = std::time::Instant::now() + EXPECT_TIMEOUT;
         loop {
             {
@@ -223,12 +223,12 @@ impl Pty {
     }
 
     /// Everything printed so far.
-    pub fn all_output(&self) -> String {
+    pub(crate) fn all_output(&self) -> String {
         self.output.lock().unwrap().clone()
     }
 
     /// Waits for the process to exit and returns its exit code.
-    pub fn wait(&mut self) -> Option<i32> {
+    pub(crate) fn wait(&mut self) -> Option<i32> {
         let deadline = std::time::Instant::now() + EXPECT_TIMEOUT;
         loop {
             if let Some(status) = self.child.try_wait().unwrap() {

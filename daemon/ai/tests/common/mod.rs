@@ -15,11 +15,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The key the test environment hands out.
-pub const KEY: &str = "sk-test-secret-123";
+pub(crate) const KEY: &str = "sk-test-secret-123";
 
-pub const APIS: [Api; 3] = [Api::OpenAiChat, Api::OpenAiResponses, Api::Anthropic];
+pub(crate) const APIS: [Api; 3] = [Api::OpenAiChat, Api::OpenAiResponses, Api::Anthropic];
 
-pub fn model(api: Api) -> ModelInfo {
+pub(crate) fn model(api: Api) -> ModelInfo {
     ModelInfo {
         provider: "fake".into(),
         id: "fake-model".into(),
@@ -34,7 +34,7 @@ pub fn model(api: Api) -> ModelInfo {
     }
 }
 
-pub fn settings(fake: &FakeProvider, max_retries: u32) -> ProviderSettings {
+pub(crate) fn settings(fake: &FakeProvider, max_retries: u32) -> ProviderSettings {
     ProviderSettings {
         name: "fake".into(),
         base_url: fake.base_url(),
@@ -46,16 +46,16 @@ pub fn settings(fake: &FakeProvider, max_retries: u32) -> ProviderSettings {
     }
 }
 
-pub fn provider(fake: &FakeProvider) -> HttpProvider {
+pub(crate) fn provider(fake: &FakeProvider) -> HttpProvider {
     provider_with(settings(fake, 3))
 }
 
-pub fn provider_with(settings: ProviderSettings) -> HttpProvider {
+pub(crate) fn provider_with(settings: ProviderSettings) -> HttpProvider {
     let env = Arc::new(|name: &str| (name == "FAKE_API_KEY").then(|| KEY.to_string()));
     HttpProvider::with_environment(settings, env).unwrap()
 }
 
-pub fn request(api: Api, messages: Vec<Message>) -> ProviderRequest {
+pub(crate) fn request(api: Api, messages: Vec<Message>) -> ProviderRequest {
     ProviderRequest {
         model: model(api),
         context: RequestContext {
@@ -71,12 +71,12 @@ pub fn request(api: Api, messages: Vec<Message>) -> ProviderRequest {
     }
 }
 
-pub fn hello() -> Vec<Message> {
+pub(crate) fn hello() -> Vec<Message> {
     vec![Message::User(UserMessage::text("hello", 1))]
 }
 
 /// Every event of one request; fails the test if the stream never ends.
-pub async fn collect(
+pub(crate) async fn collect(
     provider: &dyn Provider,
     request: ProviderRequest,
 ) -> Vec<AssistantMessageEvent> {
@@ -87,7 +87,7 @@ pub async fn collect(
 }
 
 /// The final message and, for errors, the kind.
-pub fn outcome(events: &[AssistantMessageEvent]) -> (AssistantMessage, Option<ProviderErrorKind>) {
+pub(crate) fn outcome(events: &[AssistantMessageEvent]) -> (AssistantMessage, Option<ProviderErrorKind>) {
     let finals: Vec<_> = events
         .iter()
         .filter(|e| {
@@ -110,7 +110,7 @@ pub fn outcome(events: &[AssistantMessageEvent]) -> (AssistantMessage, Option<Pr
     }
 }
 
-pub fn retries(events: &[AssistantMessageEvent]) -> Vec<(u32, u32, u64, String)> {
+pub(crate) fn retries(events: &[AssistantMessageEvent]) -> Vec<(u32, u32, u64, String)> {
     events
         .iter()
         .filter_map(|e| match e {

@@ -62,7 +62,7 @@ impl HookVerdict {
 }
 
 /// Interprets a finished hook of `event` run as `command`.
-pub fn interpret(
+pub(super) fn interpret(
     event: HookEvent,
     command: &str,
     on_error: OnError,

@@ -212,7 +212,7 @@ impl CodingSession {
             compacted
         } else {
             tracing::warn!(session = %self.id, "repairing the tool history before a request");
-            Some(repair_messages(current.to_vec(), crate::session::shell::now_millis()))
+            Some(repair_messages(current.to_vec(), rein_protocol::clock::now_ms()))
         };
         RequestEdit { system_prompt, messages }
     }

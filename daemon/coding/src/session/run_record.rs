@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rein_agent::RunLimits;
 use rein_protocol::EntryKind;
-use rein_protocol::entry::{RunSetup, RunSetupLimits};
+use rein_protocol::entry::RunSetup;
 use rein_protocol::event::SessionEvent;
 use rein_protocol::model::ModelRef;
 use sha2::{Digest, Sha256};
@@ -65,7 +65,7 @@ pub(crate) fn capture(inputs: &SetupInputs<'_>) -> RunSetup {
         rein_version: env!("CARGO_PKG_VERSION").to_string(),
         provider: inputs.model.provider.clone(),
         model: inputs.model.model.clone(),
-        limits: RunSetupLimits {
+        limits: rein_protocol::method::RunLimits {
             max_turns: inputs.limits.max_turns,
             max_cost: inputs.limits.max_cost,
             max_seconds: inputs.limits.max_wall_time.map(|d| d.as_secs()),

@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use rein_protocol::clock::now_ms;
 use rein_protocol::event::SessionEvent;
 use rein_protocol::message::{ContentBlock, Message, UserMessage};
 use rein_protocol::method::ShellResult;
@@ -20,13 +21,6 @@ use tokio_util::sync::CancellationToken;
 use super::error::CodingError;
 use super::{ActiveOperation, CodingSession, Operation};
 use crate::tools::{CommandOutcome, CommandRequest, run_command};
-
-/// Milliseconds since the Unix epoch, for message timestamps.
-pub(crate) fn now_millis() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |elapsed| i64::try_from(elapsed.as_millis()).unwrap_or(i64::MAX))
-}
 
 /// The user shell command running now, if any.
 #[derive(Default)]
@@ -87,7 +81,7 @@ pub(crate) fn shell_message(command: &str, outcome: &CommandOutcome) -> Message 
     if let Some(note) = &outcome.full_output_note {
         text.push_str(&format!("\n[{note}]"));
     }
-    Message::User(UserMessage { content: vec![ContentBlock::text(text)], timestamp: now_millis() })
+    Message::User(UserMessage { content: vec![ContentBlock::text(text)], timestamp: now_ms() })
 }
 
 impl CodingSession {

@@ -17,7 +17,7 @@ use rein_protocol::message::{ContentBlock, Message};
 use rein_session::Session;
 
 /// What a call that did not run because the session file could not be written is told.
-pub const NOT_RUN_UNRECORDED: &str =
+pub(super) const NOT_RUN_UNRECORDED: &str =
     "not run: the session file could not be written, so the run stopped";
 
 /// The failure state of one session's journal.

@@ -250,13 +250,13 @@ pub(crate) mod test_support {
     use tokio_util::sync::CancellationToken;
 
     /// A context over a temporary project directory.
-    pub struct Fixture {
+    pub(crate) struct Fixture {
         pub _dir: tempfile::TempDir,
         pub ctx: ToolContext,
     }
 
     impl Fixture {
-        pub fn new() -> Self {
+        pub(crate) fn new() -> Self {
             let dir = tempfile::tempdir().unwrap();
             let cwd = dir.path().canonicalize().unwrap().join("project");
             std::fs::create_dir_all(&cwd).unwrap();
@@ -265,31 +265,31 @@ pub(crate) mod test_support {
             Self { _dir: dir, ctx }
         }
 
-        pub fn path(&self, relative: &str) -> PathBuf {
+        pub(crate) fn path(&self, relative: &str) -> PathBuf {
             self.ctx.cwd.join(relative)
         }
 
-        pub fn write(&self, relative: &str, content: impl AsRef<[u8]>) {
+        pub(crate) fn write(&self, relative: &str, content: impl AsRef<[u8]>) {
             let path = self.path(relative);
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, content).unwrap();
         }
 
-        pub fn read(&self, relative: &str) -> Vec<u8> {
+        pub(crate) fn read(&self, relative: &str) -> Vec<u8> {
             std::fs::read(self.path(relative)).unwrap()
         }
 
-        pub fn tool(&self, name: &str) -> Arc<dyn Tool> {
+        pub(crate) fn tool(&self, name: &str) -> Arc<dyn Tool> {
             coding_tools(self.ctx.clone()).into_iter().find(|t| t.name() == name).unwrap()
         }
 
-        pub async fn call(&self, name: &str, arguments: Value) -> ToolOutput {
+        pub(crate) async fn call(&self, name: &str, arguments: Value) -> ToolOutput {
             let (updates, _rx) = ToolUpdateSink::channel();
             self.tool(name).execute(invocation(arguments, updates, CancellationToken::new())).await
         }
     }
 
-    pub fn invocation(
+    pub(crate) fn invocation(
         arguments: Value,
         updates: ToolUpdateSink,
         cancel: CancellationToken,
@@ -298,7 +298,7 @@ pub(crate) mod test_support {
     }
 
     /// All text blocks of a result joined.
-    pub fn text(output: &ToolOutput) -> String {
+    pub(crate) fn text(output: &ToolOutput) -> String {
         output.content.iter().filter_map(|b| b.as_text()).collect()
     }
 }

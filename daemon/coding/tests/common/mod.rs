@@ -31,7 +31,7 @@ const EVENT_WAIT: Duration = Duration::from_secs(20);
 
 /// Whether a client that answers approvals is attached (switchable per test).
 #[derive(Debug, Default)]
-pub struct TestGate(pub AtomicBool);
+pub(crate) struct TestGate(pub AtomicBool);
 
 impl ApprovalGate for TestGate {
     fn has_approver(&self) -> bool {
@@ -46,7 +46,7 @@ impl ApprovalGate for TestGate {
 }
 
 /// What a session emitted, in order.
-pub struct Events {
+pub(crate) struct Events {
     receiver: mpsc::UnboundedReceiver<SessionEvent>,
     /// Every event received so far.
     pub seen: Vec<SessionEvent>,
@@ -54,7 +54,7 @@ pub struct Events {
 
 impl Events {
     /// Receives events until one matches; returns it. Panics after [`EVENT_WAIT`].
-    pub async fn until(&mut self, wanted: impl Fn(&SessionEvent) -> bool) -> SessionEvent {
+    pub(crate) async fn until(&mut self, wanted: impl Fn(&SessionEvent) -> bool) -> SessionEvent {
         loop {
             let event = tokio::time::timeout(EVENT_WAIT, self.receiver.recv())
                 .await
@@ -68,23 +68,23 @@ impl Events {
     }
 
     /// Receives events until the session settles.
-    pub async fn settled(&mut self) {
+    pub(crate) async fn settled(&mut self) {
         self.until(|e| matches!(e, SessionEvent::Settled)).await;
     }
 
     /// Forgets what was seen so far.
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.seen.clear();
     }
 
     /// Events seen so far that match.
-    pub fn matching(&self, wanted: impl Fn(&SessionEvent) -> bool) -> Vec<SessionEvent> {
+    pub(crate) fn matching(&self, wanted: impl Fn(&SessionEvent) -> bool) -> Vec<SessionEvent> {
         self.seen.iter().filter(|e| wanted(e)).cloned().collect()
     }
 }
 
 /// A fake provider, a daemon-like environment and a project directory.
-pub struct Fixture {
+pub(crate) struct Fixture {
     pub fake: FakeProvider,
     pub home: tempfile::TempDir,
     pub project: tempfile::TempDir,
@@ -93,16 +93,16 @@ pub struct Fixture {
 }
 
 /// The model every fixture session uses.
-pub const MODEL: &str = "local/test-model";
+pub(crate) const MODEL: &str = "local/test-model";
 
 impl Fixture {
     /// A fixture whose provider replays `script`, with a model of a 100 000-token window.
-    pub async fn new(script: Vec<Reply>) -> Self {
+    pub(crate) async fn new(script: Vec<Reply>) -> Self {
         Self::with_window(script, 100_000).await
     }
 
     /// A fixture whose model has this context window (and 100 output tokens).
-    pub async fn with_window(script: Vec<Reply>, context_window: u64) -> Self {
+    pub(crate) async fn with_window(script: Vec<Reply>, context_window: u64) -> Self {
         let fake = FakeProvider::start(script).await.expect("fake provider starts");
         let home = tempfile::tempdir().unwrap();
         let project = tempfile::tempdir().unwrap();
@@ -137,24 +137,24 @@ impl Fixture {
     }
 
     /// The project directory (canonical, so paths compare as the tools print them).
-    pub fn cwd(&self) -> PathBuf {
+    pub(crate) fn cwd(&self) -> PathBuf {
         self.project.path().canonicalize().unwrap()
     }
 
     /// Writes a project file.
-    pub fn write(&self, relative: &str, content: &str) {
+    pub(crate) fn write(&self, relative: &str, content: &str) {
         let path = self.cwd().join(relative);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, content).unwrap();
     }
 
     /// Reads a project file.
-    pub fn read(&self, relative: &str) -> String {
+    pub(crate) fn read(&self, relative: &str) -> String {
         std::fs::read_to_string(self.cwd().join(relative)).unwrap()
     }
 
     /// A sink and the events it receives.
-    pub fn sink(&self) -> (EventSink, Events) {
+    pub(crate) fn sink(&self) -> (EventSink, Events) {
         let (sender, receiver) = mpsc::unbounded_channel();
         let sink: EventSink = Arc::new(move |event| {
             let _ = sender.send(event);
@@ -163,12 +163,12 @@ impl Fixture {
     }
 
     /// Creates a session in the project directory with `policy`.
-    pub async fn create(&self, policy: ApprovalPolicy) -> (Arc<CodingSession>, Events) {
+    pub(crate) async fn create(&self, policy: ApprovalPolicy) -> (Arc<CodingSession>, Events) {
         self.create_in(&self.cwd(), policy).await
     }
 
     /// Creates a session working in `cwd` with `policy`.
-    pub async fn create_in(
+    pub(crate) async fn create_in(
         &self,
         cwd: &Path,
         policy: ApprovalPolicy,
@@ -185,7 +185,7 @@ impl Fixture {
     }
 
     /// Opens a session again.
-    pub async fn open(&self, id: &str) -> (Arc<CodingSession>, Events) {
+    pub(crate) async fn open(&self, id: &str) -> (Arc<CodingSession>, Events) {
         let (sink, events) = self.sink();
         let session =
             CodingSession::open(self.env.clone(), id, sink, self.gate.clone()).await.unwrap();
@@ -193,24 +193,24 @@ impl Fixture {
     }
 
     /// The request bodies the fake provider received.
-    pub fn bodies(&self) -> Vec<Value> {
+    pub(crate) fn bodies(&self) -> Vec<Value> {
         self.fake.requests().into_iter().map(|r: RecordedRequest| r.body).collect()
     }
 
     /// The system prompt of request `index`.
-    pub fn system_prompt(&self, index: usize) -> String {
+    pub(crate) fn system_prompt(&self, index: usize) -> String {
         let body = &self.bodies()[index];
         body["messages"][0]["content"].as_str().unwrap_or_default().to_string()
     }
 
     /// The session file of `id`.
-    pub fn session_file(&self, id: &str) -> PathBuf {
+    pub(crate) fn session_file(&self, id: &str) -> PathBuf {
         self.env.store.find(id).unwrap()
     }
 }
 
 /// Prompt params with only text.
-pub fn prompt(session: &CodingSession, text: &str) -> PromptParams {
+pub(crate) fn prompt(session: &CodingSession, text: &str) -> PromptParams {
     PromptParams {
         session_id: session.id().to_string(),
         text: text.into(),
@@ -222,7 +222,7 @@ pub fn prompt(session: &CodingSession, text: &str) -> PromptParams {
 }
 
 /// Every message line of a session file, parsed.
-pub fn file_messages(path: &Path) -> Vec<Message> {
+pub(crate) fn file_messages(path: &Path) -> Vec<Message> {
     let text = std::fs::read_to_string(path).unwrap();
     text.lines()
         .skip(1)
@@ -237,7 +237,7 @@ pub fn file_messages(path: &Path) -> Vec<Message> {
 }
 
 /// The text of a message's text blocks.
-pub fn text_of(message: &Message) -> String {
+pub(crate) fn text_of(message: &Message) -> String {
     use rein_protocol::message::ContentBlock;
     let blocks: &[ContentBlock] = match message {
         Message::User(m) => &m.content,

@@ -4,8 +4,9 @@
 // A failed unwrap here is a failed test, reported with its location.
 #![allow(clippy::unwrap_used)]
 
-use rein_protocol::docs::{self, catalog, examples, reference::Reference};
 use rein_protocol::method::names;
+use rein_protocol::requests::MethodId;
+use rein_protocol_docs::{self as docs, catalog, examples, reference::Reference};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
@@ -26,7 +27,7 @@ fn committed_docs_match_the_generator() {
     assert!(
         stale.is_empty(),
         "docs/{} out of date with the protocol crate's types. Regenerate with \
-         `{}` (or `{UPDATE_VARIABLE}=1 cargo test -p rein-protocol --test docs`) and commit \
+         `{}` (or `{UPDATE_VARIABLE}=1 cargo test -p rein-protocol-docs --test docs`) and commit \
          the result.",
         stale.join(" and docs/"),
         docs::REGENERATE_COMMAND,
@@ -38,41 +39,21 @@ fn generation_is_deterministic() {
     assert_eq!(docs::generate().unwrap(), docs::generate().unwrap());
 }
 
-/// The string values of the `pub const NAME: &str = "...";` lines inside `mod names`.
-fn name_constants_in_source() -> BTreeSet<String> {
-    let source = include_str!("../src/method.rs");
-    let start = source.find("pub mod names {").unwrap();
-    let body = &source[start..];
-    let end = body.find("\n}").unwrap();
-    body[..end]
-        .lines()
-        .filter_map(|line| {
-            let rest = line.trim().strip_prefix("pub const ")?;
-            let (_, value) = rest.split_once(": &str = \"")?;
-            Some(value.strip_suffix("\";")?.to_string())
-        })
-        .collect()
-}
-
 #[test]
-fn every_name_constant_is_documented() {
-    let constants = name_constants_in_source();
-    assert!(constants.len() > 30, "scanning method.rs found only {constants:?}");
-    let listed: BTreeSet<String> =
-        names::METHODS.iter().chain(names::NOTIFICATIONS).map(|name| name.to_string()).collect();
-    assert_eq!(constants, listed, "names::METHODS and names::NOTIFICATIONS must list every name");
+fn every_method_of_the_table_is_documented() {
+    let table: Vec<&str> = MethodId::ALL.iter().map(|id| id.name()).collect();
+    assert_eq!(table, names::METHODS, "names::METHODS follows the method table");
+    let listed: BTreeSet<&str> =
+        names::METHODS.iter().chain(names::NOTIFICATIONS).copied().collect();
     assert_eq!(listed.len(), names::METHODS.len() + names::NOTIFICATIONS.len(), "listed twice");
 
-    let documented: BTreeSet<String> = catalog::methods()
-        .iter()
-        .map(|doc| doc.name)
-        .chain(catalog::notifications().iter().map(|doc| doc.name))
-        .map(str::to_string)
-        .collect();
-    assert_eq!(documented, constants);
+    let documented: Vec<&str> = catalog::methods().iter().map(|doc| doc.name).collect();
+    assert_eq!(documented, names::METHODS, "the reference follows the table's order");
+    let notified: Vec<&str> = catalog::notifications().iter().map(|doc| doc.name).collect();
+    assert_eq!(notified, names::NOTIFICATIONS);
 
     let markdown = docs::generate().unwrap().markdown;
-    for name in &constants {
+    for name in &listed {
         assert!(markdown.contains(&format!("### `{name}`")), "no section for {name}");
     }
 }
@@ -119,7 +100,7 @@ fn every_link_in_the_markdown_has_its_anchor() {
 
 #[test]
 fn every_type_in_method_rs_is_documented() {
-    let source = include_str!("../src/method.rs");
+    let source = include_str!("../../protocol/src/method.rs");
     let declared: Vec<&str> = source
         .lines()
         .filter_map(|line| {
@@ -276,108 +257,19 @@ fn the_schema_document_has_its_parts() {
     }
 }
 
-/// A structural check of a value against the subset of JSON Schema that schemars emits for
-/// these types: `$ref`, `type`, `properties`, `required`, `oneOf`, `anyOf`, `const`, `enum`,
-/// `items`, `additionalProperties`, `minimum` and `pattern`-free strings.
+/// Checks a value against a schema of the reference with the `jsonschema` crate (JSON Schema
+/// 2020-12); `$ref`s point into the reference's `$defs`.
 mod schema_check {
-    use serde_json::{Map, Value};
+    use serde_json::{Map, Value, json};
 
-    pub fn check(schema: &Value, value: &Value, defs: &Map<String, Value>) -> Result<(), String> {
-        let object = match schema {
-            Value::Bool(true) => return Ok(()),
-            Value::Bool(false) => return Err("false schema".into()),
-            Value::Object(object) => object,
-            _ => return Err(format!("not a schema: {schema}")),
-        };
-        if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
-            let name = reference.trim_start_matches("#/$defs/");
-            let target = defs.get(name).ok_or_else(|| format!("dangling $ref {reference}"))?;
-            check(target, value, defs)?;
-        }
-        if let Some(types) = object.get("type") {
-            let allowed: Vec<&str> = match types {
-                Value::String(name) => vec![name.as_str()],
-                Value::Array(names) => names.iter().filter_map(Value::as_str).collect(),
-                _ => vec![],
-            };
-            if !allowed.iter().any(|name| has_type(value, name)) {
-                return Err(format!("{value} is not {allowed:?}"));
-            }
-        }
-        if let Some(constant) = object.get("const")
-            && constant != value
-        {
-            return Err(format!("{value} is not {constant}"));
-        }
-        if let Some(values) = object.get("enum").and_then(Value::as_array)
-            && !values.contains(value)
-        {
-            return Err(format!("{value} is not one of {values:?}"));
-        }
-        if let Some(minimum) = object.get("minimum").and_then(Value::as_f64)
-            && value.as_f64().is_some_and(|number| number < minimum)
-        {
-            return Err(format!("{value} is below {minimum}"));
-        }
-        if let Some(members) = value.as_object() {
-            check_members(object, members, defs)?;
-        }
-        if let (Some(items), Some(values)) = (object.get("items"), value.as_array()) {
-            for item in values {
-                check(items, item, defs)?;
-            }
-        }
-        if let Some(choices) = object.get("oneOf").and_then(Value::as_array) {
-            let fits = choices.iter().filter(|choice| check(choice, value, defs).is_ok()).count();
-            if fits != 1 {
-                return Err(format!("{value} fits {fits} of the oneOf choices"));
-            }
-        }
-        if let Some(choices) = object.get("anyOf").and_then(Value::as_array)
-            && !choices.iter().any(|choice| check(choice, value, defs).is_ok())
-        {
-            return Err(format!("{value} fits none of the anyOf choices"));
-        }
-        Ok(())
-    }
-
-    fn check_members(
-        schema: &Map<String, Value>,
-        members: &Map<String, Value>,
-        defs: &Map<String, Value>,
-    ) -> Result<(), String> {
-        for name in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
-            let name = name.as_str().unwrap_or_default();
-            if !members.contains_key(name) {
-                return Err(format!("missing required member {name}"));
-            }
-        }
-        let properties = schema.get("properties").and_then(Value::as_object);
-        for (name, member) in members {
-            match properties.and_then(|properties| properties.get(name)) {
-                Some(property) => {
-                    check(property, member, defs).map_err(|e| format!("{name}: {e}"))?
-                }
-                None => {
-                    if let Some(extra) = schema.get("additionalProperties") {
-                        check(extra, member, defs).map_err(|e| format!("{name}: {e}"))?;
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn has_type(value: &Value, name: &str) -> bool {
-        match name {
-            "null" => value.is_null(),
-            "boolean" => value.is_boolean(),
-            "string" => value.is_string(),
-            "array" => value.is_array(),
-            "object" => value.is_object(),
-            "number" => value.is_number(),
-            "integer" => value.is_i64() || value.is_u64(),
-            _ => false,
-        }
+    pub(crate) fn check(schema: &Value, value: &Value, defs: &Map<String, Value>) -> Result<(), String> {
+        let root = json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "$defs": defs,
+            "allOf": [schema],
+        });
+        let validator =
+            jsonschema::draft202012::new(&root).map_err(|e| format!("invalid schema: {e}"))?;
+        validator.validate(value).map_err(|e| e.to_string())
     }
 }

@@ -57,7 +57,7 @@ fn union_summary(name: &str, tag: &str, description: &str) -> String {
 const REPEATED_TABLE_ROWS: usize = 3;
 
 /// Renders the whole reference.
-pub fn render(reference: &Reference) -> Result<String, DocsError> {
+pub(crate) fn render(reference: &Reference) -> Result<String, DocsError> {
     let mut doc = Markdown::new(reference.defs());
     intro::intro(&mut doc);
     intro::walkthrough(&mut doc)?;
@@ -203,9 +203,9 @@ fn payload(doc: &mut Markdown, label: &str, schema: &Value) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::entry::{RepairAction, SessionEntry};
-    use crate::event::{AssistantDelta, DaemonEvent, SessionEvent, SubscriptionItem};
-    use crate::message::{ContentBlock, Message};
+    use rein_protocol::entry::{RepairAction, SessionEntry};
+    use rein_protocol::event::{AssistantDelta, DaemonEvent, SessionEvent, SubscriptionItem};
+    use rein_protocol::message::{ContentBlock, Message};
     use serde::de::DeserializeOwned;
 
     /// Whether `T` parses a value whose tag is one no version has used.
@@ -226,7 +226,10 @@ mod tests {
             ("SessionEntry", accepts_unknown_tag::<SessionEntry>(entry, "type")),
             ("Message", accepts_unknown_tag::<Message>(empty.clone(), "role")),
             ("ContentBlock", accepts_unknown_tag::<ContentBlock>(empty.clone(), "type")),
-            ("KeySource", accepts_unknown_tag::<crate::method::KeySource>(empty.clone(), "source")),
+            (
+                "KeySource",
+                accepts_unknown_tag::<rein_protocol::method::KeySource>(empty.clone(), "source"),
+            ),
             ("RepairAction", accepts_unknown_tag::<RepairAction>(empty, "action")),
         ];
         for (name, open) in probes {

@@ -1,7 +1,7 @@
 //! Regenerates `docs/protocol.md` and `docs/protocol.schema.json` from the protocol crate's
-//! types. Run it after changing any wire type: `cargo run -p rein-protocol --example gen-docs`.
+//! types. Run it after changing any wire type: `cargo run -p rein-protocol-docs`.
 
-use rein_protocol::docs;
+use rein_protocol_docs as docs;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {

@@ -3,12 +3,12 @@
 
 use super::wire::{error_line, line_of, notification_line, request_line, response_line};
 use super::{Markdown, OPEN_UNIONS, fields_table, method_link, table};
-use crate::codec::DEFAULT_MAX_LINE_BYTES;
-use crate::docs::schema_text::{self, description, type_link};
-use crate::docs::{DocsError, REGENERATE_COMMAND, SCHEMA_FILE, crate_docs, examples};
-use crate::error::ErrorKind;
-use crate::method::{SubscribeParams, names};
-use crate::version::PROTOCOL_VERSION;
+use crate::schema_text::{self, description, type_link};
+use crate::{DocsError, REGENERATE_COMMAND, SCHEMA_FILE, crate_docs, examples};
+use rein_protocol::codec::DEFAULT_MAX_LINE_BYTES;
+use rein_protocol::error::ErrorKind;
+use rein_protocol::method::{SubscribeParams, names};
+use rein_protocol::version::PROTOCOL_VERSION;
 use serde_json::Value;
 
 pub(super) fn intro(doc: &mut Markdown) {

@@ -5,21 +5,21 @@
 //! Every value goes through serde on its way into the docs, so an example can never show a shape
 //! the daemon would not send or accept.
 
-use crate::checkpoint::{
+use rein_protocol::checkpoint::{
     CheckpointInfo, DiffParams, DiffResult, FileChange, FileChangeKind, SkippedFile, UndoParams,
     UndoResult,
 };
-use crate::entry::{EntryKind, SessionEntry};
-use crate::error::ErrorKind;
-use crate::event::{
+use rein_protocol::entry::{EntryKind, SessionEntry};
+use rein_protocol::error::ErrorKind;
+use rein_protocol::event::{
     ApprovalDecision, AssistantDelta, ClientIdentity, CompactionReason, DaemonEvent, EndReason,
     EventEnvelope, HookDecision, QueueState, QueuedMessage, SessionEvent, SubscriptionItem,
 };
-use crate::message::{
+use rein_protocol::message::{
     AssistantMessage, ContentBlock, Cost, Message, StopReason, ToolCall, ToolResultMessage, Usage,
     UserMessage,
 };
-use crate::method::{
+use rein_protocol::method::{
     ApprovalPolicy, ApprovalRespondParams, BranchParams, BranchResult, BusyBehavior, CheckVerdict,
     ClearQueueParams, ClientCapabilities, CompactParams, CompactResult, CreateSessionParams,
     DaemonCapabilities, DaemonInfo, ExcludedFile, ExportFormat, ExportParams, ExportResult,
@@ -31,9 +31,9 @@ use crate::method::{
     SetApprovalPolicyParams, SetModelParams, SetThinkingParams, ShellParams, SubscribeParams,
     SubscriptionNotification, TreeResult, TrustListResult, TrustParams,
 };
-use crate::model::{Api, ModelCost, ModelInfo, ModelRef, ThinkingLevel};
-use crate::verify::{RunOutcome, VerifyCheckResult, VerifyRequest};
-use crate::version::PROTOCOL_VERSION;
+use rein_protocol::model::{Api, ModelCost, ModelInfo, ModelRef, ThinkingLevel};
+use rein_protocol::verify::{RunOutcome, VerifyCheckResult, VerifyRequest};
+use rein_protocol::version::PROTOCOL_VERSION;
 use serde_json::json;
 
 /// The example session's id.
@@ -179,7 +179,7 @@ pub fn initialize_result() -> InitializeResult {
         protocol_version: PROTOCOL_VERSION,
         capabilities: DaemonCapabilities {
             replay_buffer: 4096,
-            max_line_bytes: crate::codec::DEFAULT_MAX_LINE_BYTES as u64,
+            max_line_bytes: rein_protocol::codec::DEFAULT_MAX_LINE_BYTES as u64,
             export_formats: vec![ExportFormat::Markdown, ExportFormat::Jsonl],
         },
     }
@@ -375,7 +375,12 @@ pub fn prompt_params() -> PromptParams {
         text: "The lexer test fails on empty input; fix it.".into(),
         images: vec![],
         when_busy: Some(BusyBehavior::FollowUp),
-        limits: RunLimits { max_turns: Some(20), max_cost: Some(0.5), max_seconds: None },
+        limits: RunLimits {
+            max_turns: Some(20),
+            max_cost: Some(0.5),
+            max_seconds: None,
+            max_failed_turns: None,
+        },
         verify: Some(VerifyRequest::Commands(vec!["cargo test".into()])),
     }
 }
@@ -570,8 +575,8 @@ pub fn trust_params() -> TrustParams {
 }
 
 /// An MCP server as `mcp/list` shows it.
-pub fn mcp_server_info() -> crate::mcp::McpServerInfo {
-    use crate::mcp::{McpScope, McpServerInfo, McpServerState, McpTransport};
+pub fn mcp_server_info() -> rein_protocol::mcp::McpServerInfo {
+    use rein_protocol::mcp::{McpScope, McpServerInfo, McpServerState, McpTransport};
     McpServerInfo {
         name: "fs".into(),
         scope: McpScope::Daemon,
@@ -585,13 +590,13 @@ pub fn mcp_server_info() -> crate::mcp::McpServerInfo {
 }
 
 /// `mcp/list` params.
-pub fn mcp_list_params() -> crate::mcp::McpListParams {
-    crate::mcp::McpListParams { session_id: Some(SESSION_ID.into()) }
+pub fn mcp_list_params() -> rein_protocol::mcp::McpListParams {
+    rein_protocol::mcp::McpListParams { session_id: Some(SESSION_ID.into()) }
 }
 
 /// `mcp/list` result.
-pub fn mcp_list_result() -> crate::mcp::McpListResult {
-    crate::mcp::McpListResult { servers: vec![mcp_server_info()] }
+pub fn mcp_list_result() -> rein_protocol::mcp::McpListResult {
+    rein_protocol::mcp::McpListResult { servers: vec![mcp_server_info()] }
 }
 
 /// `trust/list` result.

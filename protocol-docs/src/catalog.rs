@@ -5,8 +5,9 @@
 //! each payload comes from the same Rust type as its example, so the two cannot disagree.
 
 use super::examples;
-use crate::error::ErrorKind;
-use crate::method::{self, names};
+use rein_protocol::error::ErrorKind;
+use rein_protocol::method::{self, names};
+use rein_protocol::requests::{self as rq, Method, MethodId};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -189,29 +190,45 @@ fn session_errors(extra: &[ErrorKind]) -> Vec<ErrorKind> {
     kinds
 }
 
-/// A method entry.
-fn method(
-    name: &'static str,
+/// A method entry; the example values must have the table's params and result types.
+fn method<M>(
     summary: &'static str,
-    params: Payload,
-    result: Payload,
+    params: M::Params,
+    result: M::Result,
     errors: Vec<ErrorKind>,
     notes: Vec<&'static str>,
-) -> MethodDoc {
-    MethodDoc { name, summary, params, result, errors, notes }
+) -> MethodDoc
+where
+    M: Method,
+    M::Params: PartialEq + Debug,
+    M::Result: PartialEq + Debug,
+{
+    MethodDoc {
+        name: M::NAME,
+        summary,
+        params: Payload::of(params),
+        result: Payload::of(result),
+        errors,
+        notes,
+    }
 }
 
-/// Every method, in the order of [`names::METHODS`].
+/// Every method, in the order of the method table ([`MethodId::ALL`]).
 pub fn methods() -> Vec<MethodDoc> {
+    MethodId::ALL.iter().map(|id| method_doc(*id)).collect()
+}
+
+/// The reference entry of one method: a new method in the table fails to compile here until
+/// it is documented.
+fn method_doc(id: MethodId) -> MethodDoc {
     use ErrorKind as E;
     use examples as ex;
-    vec![
-        method(
-            names::INITIALIZE,
+    match id {
+        MethodId::Initialize => method::<rq::Initialize>(
             "Handshake: the client names itself, its protocol version and capabilities; the \
              daemon answers with its own.",
-            Payload::of(ex::initialize_params()),
-            Payload::of(ex::initialize_result()),
+            ex::initialize_params(),
+            ex::initialize_result(),
             errors(&[E::IncompatibleProtocol]),
             vec![
                 "Send it first on a connection. It is optional for simple scripts: a connection \
@@ -224,21 +241,19 @@ pub fn methods() -> Vec<MethodDoc> {
                  tell who did what.",
             ],
         ),
-        method(
-            names::DAEMON_INFO,
+        MethodId::DaemonInfo => method::<rq::DaemonInfo>(
             "The daemon's version, process, socket and load, its configuration file (and why a \
              reload failed), its default model and the names of the provider key variables it \
              sees.",
-            Payload::of(method::Empty {}),
-            Payload::of(ex::daemon_info()),
+            method::Empty {},
+            ex::daemon_info(),
             errors(&[]),
             vec![],
         ),
-        method(
-            names::DAEMON_SHUTDOWN,
+        MethodId::DaemonShutdown => method::<rq::DaemonShutdown>(
             "Asks the daemon to shut down gracefully.",
-            Payload::of(method::Empty {}),
-            Payload::of(method::Ack::ok()),
+            method::Empty {},
+            method::Ack::ok(),
             errors(&[]),
             vec![
                 "The daemon answers first, sends `shutting_down` to daemon subscribers, cancels \
@@ -246,11 +261,10 @@ pub fn methods() -> Vec<MethodDoc> {
                  `shutting_down`.",
             ],
         ),
-        method(
-            names::DAEMON_SUBSCRIBE,
+        MethodId::DaemonSubscribe => method::<rq::DaemonSubscribe>(
             "Subscribes to daemon-wide lifecycle events.",
-            Payload::of(method::Empty {}),
-            Payload::of(ex::DAEMON_SUBSCRIPTION.to_string()),
+            method::Empty {},
+            ex::DAEMON_SUBSCRIPTION.to_string(),
             errors(&[]),
             vec![
                 "The result is a subscription id. Events then arrive as `daemon/event` \
@@ -258,19 +272,17 @@ pub fn methods() -> Vec<MethodDoc> {
                  closes.",
             ],
         ),
-        method(
-            names::DAEMON_UNSUBSCRIBE,
+        MethodId::DaemonUnsubscribe => method::<rq::DaemonUnsubscribe>(
             "Ends a daemon subscription.",
-            Payload::of(method::UnsubscribeParams { subscription: ex::DAEMON_SUBSCRIPTION.into() }),
-            Payload::of(true),
+            method::UnsubscribeParams { subscription: ex::DAEMON_SUBSCRIPTION.into() },
+            true,
             errors(&[]),
             vec!["The result is false when no subscription of this connection had that id."],
         ),
-        method(
-            names::SESSION_CREATE,
+        MethodId::SessionCreate => method::<rq::SessionCreate>(
             "Creates a session for a project directory and loads it.",
-            Payload::of(ex::create_session_params()),
-            Payload::of(ex::created_state()),
+            ex::create_session_params(),
+            ex::created_state(),
             errors(&[E::ModelNotFound, E::Io, E::SandboxUnavailable]),
             vec![
                 "`sandbox` (`read-only`, `workspace-write` or `off`; the configured `sandbox` \
@@ -286,65 +298,58 @@ pub fn methods() -> Vec<MethodDoc> {
                  part (`invalid_params` otherwise).",
             ],
         ),
-        method(
-            names::SESSION_LIST,
+        MethodId::SessionList => method::<rq::SessionList>(
             "Lists the sessions on disk, most recently updated first.",
-            Payload::of(ex::list_sessions_params()),
-            Payload::of(ex::list_sessions_result()),
+            ex::list_sessions_params(),
+            ex::list_sessions_result(),
             errors(&[E::Io]),
             vec![],
         ),
-        method(
-            names::SESSION_OPEN,
+        MethodId::SessionOpen => method::<rq::SessionOpen>(
             "Loads a session from disk (or finds it loaded) and returns its state.",
-            Payload::of(ex::session_ref()),
-            Payload::of(ex::session_state()),
+            ex::session_ref(),
+            ex::session_state(),
             session_errors(&[E::SessionLocked, E::Io]),
             vec![
                 "Loading repairs an interrupted tool history and records the repair as an \
                  entry. `session_locked` means another process holds the session file.",
             ],
         ),
-        method(
-            names::SESSION_CLOSE,
+        MethodId::SessionClose => method::<rq::SessionClose>(
             "Unloads a session from the daemon; its file stays on disk.",
-            Payload::of(ex::session_ref()),
-            Payload::of(method::Ack::ok()),
+            ex::session_ref(),
+            method::Ack::ok(),
             session_errors(&[E::SessionBusy]),
             vec![],
         ),
-        method(
-            names::SESSION_DELETE,
+        MethodId::SessionDelete => method::<rq::SessionDelete>(
             "Deletes a session's file.",
-            Payload::of(ex::session_ref()),
-            Payload::of(method::Ack::ok()),
+            ex::session_ref(),
+            method::Ack::ok(),
             session_errors(&[E::SessionBusy, E::Io]),
             vec![],
         ),
-        method(
-            names::SESSION_FORK,
+        MethodId::SessionFork => method::<rq::SessionFork>(
             "Starts a new session whose history is the root-to-entry path of an existing one.",
-            Payload::of(ex::fork_params()),
-            Payload::of(ex::forked_state()),
+            ex::fork_params(),
+            ex::forked_state(),
             session_errors(&[E::EntryNotFound, E::Io]),
             vec!["The result is the new session's state; the original is left unchanged."],
         ),
-        method(
-            names::SESSION_STATE,
+        MethodId::SessionState => method::<rq::SessionState>(
             "A session's state: model, thinking level, run, queues, usage, context and leaf.",
-            Payload::of(ex::session_ref()),
-            Payload::of(ex::session_state()),
+            ex::session_ref(),
+            ex::session_state(),
             session_errors(&[]),
             vec![
                 "Together with `session/messages` this is how a client (re)builds its view; \
                  then it subscribes with `after_seq` set to `last_seq`.",
             ],
         ),
-        method(
-            names::SESSION_MESSAGES,
+        MethodId::SessionMessages => method::<rq::SessionMessages>(
             "The messages on the active path, as the model will see them next, a page at a time.",
-            Payload::of(ex::history_page_params()),
-            Payload::of(ex::messages_result()),
+            ex::history_page_params(),
+            ex::messages_result(),
             session_errors(&[]),
             vec![
                 "Pages go backwards: without `cursor` the page ends with the newest message; \
@@ -353,38 +358,34 @@ pub fn methods() -> Vec<MethodDoc> {
                  absent; one that shows the last few asks for `limit` of them.",
             ],
         ),
-        method(
-            names::SESSION_TREE,
+        MethodId::SessionTree => method::<rq::SessionTree>(
             "The entries of the session file in file order, for navigating branches, a page at a time.",
-            Payload::of(ex::history_page_params()),
-            Payload::of(ex::tree_result()),
+            ex::history_page_params(),
+            ex::tree_result(),
             session_errors(&[]),
             vec![
                 "Pages go forwards: without `cursor` the page starts with the first entry; \
                  `next_cursor` fetches the entries after it, until it is absent.",
             ],
         ),
-        method(
-            names::SESSION_LABEL,
+        MethodId::SessionLabel => method::<rq::SessionLabel>(
             "Sets or removes a label on an entry.",
-            Payload::of(ex::label_params()),
-            Payload::of(method::Ack::ok()),
+            ex::label_params(),
+            method::Ack::ok(),
             session_errors(&[E::EntryNotFound, E::Io]),
             vec!["The label is stored as a `label` entry, announced by `entry_appended`."],
         ),
-        method(
-            names::SESSION_RENAME,
+        MethodId::SessionRename => method::<rq::SessionRename>(
             "Sets a session's display name.",
-            Payload::of(ex::rename_params()),
-            Payload::of(method::Ack::ok()),
+            ex::rename_params(),
+            method::Ack::ok(),
             session_errors(&[E::Io]),
             vec![],
         ),
-        method(
-            names::SESSION_PROMPT,
+        MethodId::SessionPrompt => method::<rq::SessionPrompt>(
             "Sends a user prompt, starting a run.",
-            Payload::of(ex::prompt_params()),
-            Payload::of(ex::prompt_result()),
+            ex::prompt_params(),
+            ex::prompt_result(),
             session_errors(&[
                 E::SessionBusy,
                 E::ModelNotFound,
@@ -399,82 +400,73 @@ pub fn methods() -> Vec<MethodDoc> {
                  says which happened.",
             ],
         ),
-        method(
-            names::SESSION_STEER,
+        MethodId::SessionSteer => method::<rq::SessionSteer>(
             "Queues a message for the current run, delivered after the current tool batch.",
-            Payload::of(ex::steer_params()),
-            Payload::of(ex::steer_result()),
+            ex::steer_params(),
+            ex::steer_result(),
             session_errors(&[E::ModelNotFound, E::ProviderError]),
             vec![
                 "When the session is idle the message starts a run instead (`started_run`). The \
                  queue change is announced by `queue_changed`.",
             ],
         ),
-        method(
-            names::SESSION_FOLLOW_UP,
+        MethodId::SessionFollowUp => method::<rq::SessionFollowUp>(
             "Queues a message that starts a new run when the current one ends.",
-            Payload::of(ex::follow_up_params()),
-            Payload::of(ex::follow_up_result()),
+            ex::follow_up_params(),
+            ex::follow_up_result(),
             session_errors(&[E::ModelNotFound, E::ProviderError]),
             vec!["When the session is idle the message starts a run at once (`started_run`)."],
         ),
-        method(
-            names::SESSION_CANCEL,
+        MethodId::SessionCancel => method::<rq::SessionCancel>(
             "Cancels the running run and any user shell command.",
-            Payload::of(ex::session_ref()),
-            Payload::of(method::CancelResult { cancelled: true }),
+            ex::session_ref(),
+            method::CancelResult { cancelled: true },
             session_errors(&[]),
             vec![
                 "Cancellation kills running tool processes. The run ends with an `agent_end` \
                  event whose reason is `cancelled`.",
             ],
         ),
-        method(
-            names::SESSION_QUEUE,
+        MethodId::SessionQueue => method::<rq::SessionQueue>(
             "The steering and follow-up queues.",
-            Payload::of(ex::session_ref()),
-            Payload::of(ex::queue_state()),
+            ex::session_ref(),
+            ex::queue_state(),
             session_errors(&[]),
             vec![],
         ),
-        method(
-            names::SESSION_CLEAR_QUEUE,
+        MethodId::SessionClearQueue => method::<rq::SessionClearQueue>(
             "Empties one or both queues and returns them as they are now.",
-            Payload::of(ex::clear_queue_params()),
-            Payload::of(crate::event::QueueState::default()),
+            ex::clear_queue_params(),
+            rein_protocol::event::QueueState::default(),
             session_errors(&[]),
             vec!["The change is announced by `queue_changed`."],
         ),
-        method(
-            names::SESSION_SET_MODEL,
+        MethodId::SessionSetModel => method::<rq::SessionSetModel>(
             "Changes the session's model for the following requests.",
-            Payload::of(ex::set_model_params()),
-            Payload::of(method::Ack::ok()),
+            ex::set_model_params(),
+            method::Ack::ok(),
             session_errors(&[E::ModelNotFound, E::Io]),
             vec!["Announced by `model_changed`, and recorded as a `model_change` entry."],
         ),
-        method(
-            names::SESSION_SET_THINKING,
+        MethodId::SessionSetThinking => method::<rq::SessionSetThinking>(
             "Changes the session's thinking level for the following requests.",
-            Payload::of(ex::set_thinking_params()),
-            Payload::of(method::Ack::ok()),
+            ex::set_thinking_params(),
+            method::Ack::ok(),
             session_errors(&[E::Io]),
             vec!["Announced by `thinking_level_changed`."],
         ),
-        method(
-            names::SESSION_SET_APPROVAL_POLICY,
+        MethodId::SessionSetApprovalPolicy => method::<rq::SessionSetApprovalPolicy>(
             "Changes how the session's tool calls are approved; the session file records it, so \
              the session keeps it when loaded again.",
-            Payload::of(ex::set_approval_policy_params()),
-            Payload::of(method::Ack::ok()),
+            ex::set_approval_policy_params(),
+            method::Ack::ok(),
             session_errors(&[E::Io]),
             vec![],
         ),
-        method(
-            names::SESSION_BRANCH,
+        MethodId::SessionBranch => method::<rq::SessionBranch>(
             "Moves the active leaf to another entry, optionally summarizing the abandoned path.",
-            Payload::of(ex::branch_params()),
-            Payload::of(ex::branch_result()),
+            ex::branch_params(),
+            ex::branch_result(),
             session_errors(&[
                 E::EntryNotFound,
                 E::SessionBusy,
@@ -488,11 +480,10 @@ pub fn methods() -> Vec<MethodDoc> {
                  `leaf_changed`.",
             ],
         ),
-        method(
-            names::SESSION_COMPACT,
+        MethodId::SessionCompact => method::<rq::SessionCompact>(
             "Summarizes older context into a compaction entry.",
-            Payload::of(ex::compact_params()),
-            Payload::of(ex::compact_result()),
+            ex::compact_params(),
+            ex::compact_result(),
             session_errors(&[
                 E::SessionBusy,
                 E::CompactionInProgress,
@@ -505,19 +496,17 @@ pub fn methods() -> Vec<MethodDoc> {
                  and `compaction_end` with reason `manual`. The full history stays on disk.",
             ],
         ),
-        method(
-            names::SESSION_EXPORT,
+        MethodId::SessionExport => method::<rq::SessionExport>(
             "Exports the active path as a markdown transcript or a JSONL trajectory.",
-            Payload::of(ex::export_params()),
-            Payload::of(ex::export_result()),
+            ex::export_params(),
+            ex::export_result(),
             session_errors(&[E::Io]),
             vec![],
         ),
-        method(
-            names::SESSION_SHELL,
+        MethodId::SessionShell => method::<rq::SessionShell>(
             "Runs a user shell command in the session's directory.",
-            Payload::of(ex::shell_params()),
-            Payload::of(method::ShellResult { shell_id: ex::SHELL_ID.into() }),
+            ex::shell_params(),
+            method::ShellResult { shell_id: ex::SHELL_ID.into() },
             session_errors(&[E::SessionBusy]),
             vec![
                 "Returns at once; output arrives as `shell_start`, `shell_output` and \
@@ -525,11 +514,10 @@ pub fn methods() -> Vec<MethodDoc> {
                  it.",
             ],
         ),
-        method(
-            names::SESSION_UNDO,
+        MethodId::SessionUndo => method::<rq::SessionUndo>(
             "Restores the project's files to before a checkpointed turn's tools ran.",
-            Payload::of(ex::undo_params()),
-            Payload::of(ex::undo_result()),
+            ex::undo_params(),
+            ex::undo_result(),
             session_errors(&[E::SessionBusy, E::UndoConflict, E::Io]),
             vec![
                 "Before each turn's tools run, and again after, the daemon snapshots the \
@@ -544,11 +532,10 @@ pub fn methods() -> Vec<MethodDoc> {
                  record.",
             ],
         ),
-        method(
-            names::SESSION_DIFF,
+        MethodId::SessionDiff => method::<rq::SessionDiff>(
             "Shows the file changes of a checkpointed turn or a run.",
-            Payload::of(ex::diff_params()),
-            Payload::of(ex::diff_result()),
+            ex::diff_params(),
+            ex::diff_result(),
             session_errors(&[E::Io]),
             vec![
                 "With `turn`: what that turn's tools changed; with `run_id`: from before the \
@@ -556,11 +543,10 @@ pub fn methods() -> Vec<MethodDoc> {
                  that has checkpoints.",
             ],
         ),
-        method(
-            names::SESSION_SUBSCRIBE,
+        MethodId::SessionSubscribe => method::<rq::SessionSubscribe>(
             "Subscribes to a session's events, optionally replaying those after a seq.",
-            Payload::of(ex::subscribe_params()),
-            Payload::of(ex::SESSION_SUBSCRIPTION.to_string()),
+            ex::subscribe_params(),
+            ex::SESSION_SUBSCRIPTION.to_string(),
             session_errors(&[]),
             vec![
                 "The result is a subscription id. Events then arrive as `session/event` \
@@ -582,32 +568,27 @@ pub fn methods() -> Vec<MethodDoc> {
                  result.",
             ],
         ),
-        method(
-            names::SESSION_UNSUBSCRIBE,
+        MethodId::SessionUnsubscribe => method::<rq::SessionUnsubscribe>(
             "Ends a session subscription.",
-            Payload::of(method::UnsubscribeParams {
-                subscription: ex::SESSION_SUBSCRIPTION.into(),
-            }),
-            Payload::of(true),
+            method::UnsubscribeParams { subscription: ex::SESSION_SUBSCRIPTION.into() },
+            true,
             errors(&[]),
             vec!["The result is false when no subscription of this connection had that id."],
         ),
-        method(
-            names::APPROVAL_RESPOND,
+        MethodId::ApprovalRespond => method::<rq::ApprovalRespond>(
             "Answers a tool call's approval request.",
-            Payload::of(ex::approval_respond_params()),
-            Payload::of(method::Ack::ok()),
+            ex::approval_respond_params(),
+            method::Ack::ok(),
             session_errors(&[E::ApprovalNotFound]),
             vec![
                 "The first answer wins; every subscriber sees `approval_resolved`. A later \
                  answer fails with `approval_not_found`.",
             ],
         ),
-        method(
-            names::TRUST_SET,
+        MethodId::TrustSet => method::<rq::TrustSet>(
             "Trusts or revokes trust in a project directory.",
-            Payload::of(ex::trust_params()),
-            Payload::of(method::Ack::ok()),
+            ex::trust_params(),
+            method::Ack::ok(),
             errors(&[E::Io]),
             vec![
                 "Only a trusted project's instruction files and configuration are read into \
@@ -617,42 +598,38 @@ pub fn methods() -> Vec<MethodDoc> {
                  with `invalid_params` unless `force` is true; revoking needs no force.",
             ],
         ),
-        method(
-            names::TRUST_LIST,
+        MethodId::TrustList => method::<rq::TrustList>(
             "The trusted project directories.",
-            Payload::of(method::Empty {}),
-            Payload::of(ex::trust_list_result()),
+            method::Empty {},
+            ex::trust_list_result(),
             errors(&[E::Io]),
             vec![],
         ),
-        method(
-            names::MODELS_LIST,
+        MethodId::ModelsList => method::<rq::ModelsList>(
             "The known models of the built-in and configured providers, every model a provider \
              on this machine (a detected local server, Ollama, a configured loopback URL) lists \
              at the time of the call, and the default model.",
-            Payload::of(method::Empty {}),
-            Payload::of(ex::models_result()),
+            method::Empty {},
+            ex::models_result(),
             errors(&[]),
             vec![],
         ),
-        method(
-            names::PROVIDERS_CHECK,
+        MethodId::ProvidersCheck => method::<rq::ProvidersCheck>(
             "Every provider with where its API key comes from (never the key); with `probe`, \
              each provider in use is asked for its model list to see that it answers and \
              accepts its key.",
-            Payload::of(ex::providers_check_params()),
-            Payload::of(ex::providers_check_result()),
+            ex::providers_check_params(),
+            ex::providers_check_result(),
             errors(&[]),
             vec![
                 "A key in the daemon's environment wins over one stored by `rein login` in \
                  `REIN_HOME/auth.toml`.",
             ],
         ),
-        method(
-            names::MCP_LIST,
+        MethodId::McpList => method::<rq::McpList>(
             "The MCP servers and their state: the daemon's, and a loaded session's own.",
-            Payload::of(ex::mcp_list_params()),
-            Payload::of(ex::mcp_list_result()),
+            ex::mcp_list_params(),
+            ex::mcp_list_result(),
             errors(&[E::SessionNotFound]),
             vec![
                 "Each change of a server's state is also a `mcp_server_status` daemon event. \
@@ -661,7 +638,7 @@ pub fn methods() -> Vec<MethodDoc> {
                  [extensions.md](extensions.md).",
             ],
         ),
-    ]
+    }
 }
 
 /// Every notification, in the order of [`names::NOTIFICATIONS`].

@@ -1,11 +1,12 @@
 //! The generated protocol reference: `docs/protocol.md` and `docs/protocol.schema.json`.
 //!
-//! Both files are produced from this crate's types, so they cannot drift from the wire: the
-//! [`catalog`] lists every method with typed example values, [`reference`] turns the catalog and
-//! the types' JSON Schemas (from schemars) into one schema document, and the markdown is rendered
-//! from that document. A test in `protocol/tests/docs.rs` fails when the committed files differ
-//! from what [`generate`] returns; regenerate them with
-//! `cargo run -p rein-protocol --example gen-docs`.
+//! Both files are produced from `rein-protocol`'s types, so they cannot drift from the wire:
+//! the [`catalog`] documents every method of the protocol's method table with typed example
+//! values, [`reference`] turns the catalog and the types' JSON Schemas (from schemars) into one
+//! schema document, and the markdown is rendered from that document. A test in
+//! `protocol-docs/tests/docs.rs` fails when the committed files differ from what [`generate`]
+//! returns; regenerate them with `cargo run -p rein-protocol-docs`. This crate is apart from
+//! the wire crate so that clients do not compile the generator.
 
 pub mod catalog;
 mod crate_docs;
@@ -23,7 +24,7 @@ pub const MARKDOWN_FILE: &str = "protocol.md";
 pub const SCHEMA_FILE: &str = "protocol.schema.json";
 
 /// The command that regenerates the committed files.
-pub const REGENERATE_COMMAND: &str = "cargo run -p rein-protocol --example gen-docs";
+pub const REGENERATE_COMMAND: &str = "cargo run -p rein-protocol-docs";
 
 /// Why the reference could not be generated, written or compared.
 #[derive(Debug, thiserror::Error)]

@@ -3,9 +3,9 @@
 
 use super::wire::{notification_line, request_line, response_line, serialize_error};
 use super::{Markdown, method_anchor, method_link, payload, table};
-use crate::docs::DocsError;
-use crate::docs::catalog::{MethodDoc, NotificationDoc};
-use crate::docs::reference::Reference;
+use crate::DocsError;
+use crate::catalog::{MethodDoc, NotificationDoc};
+use crate::reference::Reference;
 
 pub(super) fn methods(doc: &mut Markdown, reference: &Reference) -> Result<(), DocsError> {
     doc.heading(2, "Methods", Some("methods"));

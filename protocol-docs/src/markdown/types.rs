@@ -1,7 +1,7 @@
 //! The types section: every type not already documented with a method or an event.
 
 use super::{EVENT_TYPES, Markdown, fields_table, table, union_summary, variant_body};
-use crate::docs::schema_text::{self, Shape, description};
+use crate::schema_text::{self, Shape, description};
 use serde_json::Value;
 
 pub(super) fn types(doc: &mut Markdown) {

@@ -1,8 +1,8 @@
 //! The example lines of the reference: JSON-RPC requests, responses, notifications and errors
 //! around compactly serialized typed values.
 
-use crate::docs::DocsError;
-use crate::error::{ErrorData, ErrorKind};
+use crate::DocsError;
+use rein_protocol::error::{ErrorData, ErrorKind};
 use serde::Serialize;
 use serde_json::Value;
 

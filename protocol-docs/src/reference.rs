@@ -5,8 +5,8 @@
 
 use super::DocsError;
 use super::catalog::{self, MethodDoc, NotificationDoc, Payload};
-use crate::error::{ErrorData, ErrorKind};
-use crate::version::PROTOCOL_VERSION;
+use rein_protocol::error::{ErrorData, ErrorKind};
+use rein_protocol::version::PROTOCOL_VERSION;
 use schemars::SchemaGenerator;
 use serde_json::{Map, Value, json};
 

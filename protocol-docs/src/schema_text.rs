@@ -4,23 +4,23 @@
 use serde_json::{Map, Value};
 
 /// The markdown anchor of a type's section.
-pub fn type_anchor(name: &str) -> String {
+pub(crate) fn type_anchor(name: &str) -> String {
     format!("type-{}", name.to_lowercase())
 }
 
 /// A markdown link to a type's section.
-pub fn type_link(name: &str) -> String {
+pub(crate) fn type_link(name: &str) -> String {
     format!("[`{name}`](#{})", type_anchor(name))
 }
 
 /// The name a `$ref` points at (`#/$defs/Name` gives `Name`).
-pub fn ref_name(schema: &Value) -> Option<&str> {
+pub(crate) fn ref_name(schema: &Value) -> Option<&str> {
     schema.get("$ref")?.as_str()?.rsplit('/').next()
 }
 
 /// A schema's type as a short markdown expression: `string`, `integer | null`, `array of` a
 /// linked type, `map of string to ...`, a quoted constant, or `any`.
-pub fn type_expr(schema: &Value) -> String {
+pub(crate) fn type_expr(schema: &Value) -> String {
     let Some(object) = schema.as_object() else {
         return "any".into();
     };
@@ -72,7 +72,7 @@ const LONGEST_SHOWN_DEFAULT: usize = 40;
 
 /// One field of an object, ready to be a table row.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Field {
+pub(crate) struct Field {
     /// The JSON member name.
     pub name: String,
     /// Its type expression.
@@ -85,7 +85,7 @@ pub struct Field {
 
 /// A type's schema, read as one of the shapes the protocol uses.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Shape {
+pub(crate) enum Shape {
     /// An object with fields (possibly none).
     Object(Vec<Field>),
     /// One of a fixed set of strings, each with its description.
@@ -105,7 +105,7 @@ pub enum Shape {
 
 /// One variant of a tagged union.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Variant {
+pub(crate) struct Variant {
     /// The tag's value.
     pub tag_value: String,
     /// What the variant means.
@@ -118,7 +118,7 @@ pub struct Variant {
 
 /// A description on one line (schemars keeps the doc comment's line breaks), with rustdoc's
 /// intra-doc links (`` [`Usage`] ``) reduced to their code span.
-pub fn one_line(text: &str) -> String {
+pub(crate) fn one_line(text: &str) -> String {
     let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
     strip_intra_doc_links(&joined)
 }
@@ -147,12 +147,12 @@ fn strip_intra_doc_links(text: &str) -> String {
 }
 
 /// The schema's description on one line, empty when it has none.
-pub fn description(schema: &Value) -> String {
+pub(crate) fn description(schema: &Value) -> String {
     schema.get("description").and_then(Value::as_str).map(one_line).unwrap_or_default()
 }
 
 /// Reads a type's schema (a `$defs` entry); `defs` resolves the types variants wrap.
-pub fn shape(schema: &Value, defs: &Map<String, Value>) -> Shape {
+pub(crate) fn shape(schema: &Value, defs: &Map<String, Value>) -> Shape {
     if let Some(values) = string_enum(schema) {
         return Shape::StringEnum(values);
     }
@@ -218,7 +218,7 @@ fn variant(choice: &Value, tag: &str, defs: &Map<String, Value>) -> Variant {
 
 /// An object schema's fields: required ones first in declaration order, then optional ones by
 /// name. `skip` leaves out one member (a union's tag).
-pub fn fields(schema: &Value, skip: Option<&str>) -> Vec<Field> {
+pub(crate) fn fields(schema: &Value, skip: Option<&str>) -> Vec<Field> {
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
         return Vec::new();
     };

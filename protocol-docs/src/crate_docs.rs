@@ -2,12 +2,12 @@
 //! same thing.
 
 /// The crate root's source, whose `//!` lines are the crate documentation.
-const LIB_SOURCE: &str = include_str!("../lib.rs");
+const LIB_SOURCE: &str = include_str!("../../protocol/src/lib.rs");
 
 /// The body of the crate documentation section under `# <heading>`, as markdown paragraphs
 /// (lines of one paragraph joined with spaces, paragraphs separated by a blank line). Empty
 /// when the crate documentation has no such heading.
-pub fn section(heading: &str) -> String {
+pub(crate) fn section(heading: &str) -> String {
     section_of(LIB_SOURCE, heading)
 }
 

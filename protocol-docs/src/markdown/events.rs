@@ -5,11 +5,11 @@ use super::wire::{line_of, notification_line, serialize_error};
 use super::{
     Markdown, fields_table, method_anchor, method_link, payload, table, union_summary, variant_body,
 };
-use crate::docs::catalog::NotificationDoc;
-use crate::docs::reference::Reference;
-use crate::docs::schema_text::{self, Shape, description};
-use crate::docs::{DocsError, examples};
-use crate::method::names;
+use crate::catalog::NotificationDoc;
+use crate::reference::Reference;
+use crate::schema_text::{self, Shape, description};
+use crate::{DocsError, examples};
+use rein_protocol::method::names;
 use serde::Serialize;
 use serde_json::Value;
 
