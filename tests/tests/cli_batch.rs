@@ -340,6 +340,17 @@ fn in_flight(out: &Path, task: &str) -> bool {
 
 #[test]
 fn ctrl_c_cancels_the_running_tasks_keeps_them_as_partial_and_a_rerun_finishes() {
+    interrupt_and_resume(nix::sys::signal::Signal::SIGINT);
+}
+
+#[test]
+fn sigterm_stops_a_batch_like_ctrl_c() {
+    interrupt_and_resume(nix::sys::signal::Signal::SIGTERM);
+}
+
+/// Sends `signal` to a batch with tasks running; checks the exit code, the partial attempts
+/// and their cancelled sessions, then that a re-run finishes everything.
+fn interrupt_and_resume(signal: nix::sys::signal::Signal) {
     let env = BatchEnv::start(&TASKS);
     let out = env.out("interrupted");
     let out_text = out.display().to_string();
@@ -351,7 +362,7 @@ fn ctrl_c_cancels_the_running_tasks_keeps_them_as_partial_and_a_rerun_finishes()
         .unwrap();
     wait_for_a_running_task(&out, &mut child, false);
     let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
-    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    nix::sys::signal::kill(pid, signal).unwrap();
     let output = child.wait_with_output().unwrap();
     assert_exit(&output, 130);
 
