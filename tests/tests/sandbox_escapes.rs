@@ -83,8 +83,10 @@ fn pids_cgroup_available() -> bool {
 
 /// The attempts, one per line of output: `NAME: ok` when it got through, `NAME: refused`
 /// when it did not.
-fn escape_script(outside: &Path, daemon_pid: u32, port: u16, sleeper: &str) -> String {
+fn escape_script(outside: &Path, home: &Path, daemon_pid: u32, port: u16, sleeper: &str) -> String {
     let outside = outside.display();
+    let auth = home.join("auth.toml");
+    let auth = auth.display();
     format!(
         r##"try() {{ name=$1; shift; if "$@" >/dev/null 2>&1; then echo "$name: ok"; else echo "$name: refused"; fi; }}
 try outside-write sh -c 'echo x > {outside}/escaped.txt'
@@ -96,6 +98,8 @@ ln -s {outside} out-link
 try symlink-write sh -c 'echo x > out-link/via-link.txt'
 try git-hooks-write sh -c 'echo "#!/bin/sh" > .git/hooks/pre-commit'
 try rein-dir-write sh -c 'echo x > .rein/planted'
+try remount mount -o remount,rw /
+try auth-read grep -q sk-stored {auth}
 setsid nohup sleep {sleeper} >/dev/null 2>&1 &
 try project-write sh -c 'echo made > inside.txt'
 try tmp-write sh -c 'echo x > /tmp/scratch'
@@ -123,7 +127,8 @@ fn every_escape_fails_under_workspace_write_and_work_in_the_project_succeeds() {
     // A sleep nobody else runs: its duration is unique to this test run.
     let sleeper = format!("4242.{}", std::process::id());
 
-    let script = escape_script(outside.path(), daemon_pid, port, &sleeper);
+    std::fs::write(daemon.home().join("auth.toml"), "[local]\napi_key = \"sk-stored\"\n").unwrap();
+    let script = escape_script(outside.path(), daemon.home(), daemon_pid, port, &sleeper);
     fake.push(Reply::tool_call("bash", json!({ "command": script })));
     fake.push(Reply::text("stayed inside"));
     let output = rein_run(&daemon, project.path(), &[]);
@@ -142,6 +147,8 @@ fn every_escape_fails_under_workspace_write_and_work_in_the_project_succeeds() {
         "symlink-write",
         "git-hooks-write",
         "rein-dir-write",
+        "remount",
+        "auth-read",
     ] {
         assert!(shown.contains(&format!("{refused}: refused")), "{refused} got through: {shown}");
     }
