@@ -116,3 +116,18 @@ async fn a_sandboxed_command_that_succeeds_asks_nobody() {
     assert!(requests(&events).is_empty());
     assert_eq!(last_tool_result(&session), "seen");
 }
+
+#[tokio::test]
+async fn a_session_keeps_its_sandbox_when_loaded_again() {
+    let write = Reply::tool_call("bash", json!({ "command": "echo x > w.txt" }));
+    let fx = Fixture::new(vec![write, Reply::text("done")]).await;
+    let (session, _events) = read_only_session(&fx).await;
+    let id = session.id().to_string();
+    session.close().await;
+    // The configured default is `off`; the session was created read-only and stays so.
+    let (session, mut events) = fx.open(&id).await;
+    session.prompt(prompt(&session, "write")).await.unwrap();
+    events.settled().await;
+    assert!(!fx.cwd().join("w.txt").exists());
+    assert!(last_tool_result(&session).contains("Read-only file system"));
+}
