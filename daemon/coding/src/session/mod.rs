@@ -835,6 +835,8 @@ impl CodingSession {
         self.shell.wait().await;
         self.session_end_hooks().await;
         self.mcp.stop();
+        let environment = lock(&self.tool_context).env.clone();
+        environment.shutdown().await;
         self.pump.catch_up().await;
         self.pump.stop();
         // Tool results a failed write held back are recorded now if there is room again, so

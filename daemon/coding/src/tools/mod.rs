@@ -297,7 +297,10 @@ pub(crate) mod test_support {
             return Arc::new(LocalEnvironment::new());
         };
         let mode = serde_json::from_value(Value::String(mode)).unwrap();
-        let settings = crate::environment::SandboxSettings::default();
+        let settings = crate::environment::SandboxSettings {
+            image: std::env::var("REIN_TEST_CONTAINER_IMAGE").ok(),
+            ..Default::default()
+        };
         crate::environment::for_session(mode, cwd, &settings, &[]).unwrap()
     }
 
