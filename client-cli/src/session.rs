@@ -60,8 +60,9 @@ pub struct SessionRequest {
 
 /// Parses `--sandbox MODE` by the protocol's names (`read-only`, `workspace-write`, `off`).
 pub fn parse_sandbox(text: &str) -> Result<rein_protocol::method::SandboxMode, String> {
-    serde_json::from_value(serde_json::Value::String(text.to_string()))
-        .map_err(|_| format!("`{text}` is not a sandbox mode: read-only, workspace-write or off"))
+    serde_json::from_value(serde_json::Value::String(text.to_string())).map_err(|_| {
+        format!("`{text}` is not a sandbox mode: read-only, workspace-write, container or off")
+    })
 }
 
 /// Creates or opens the requested session and applies the requested model and policy.

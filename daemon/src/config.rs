@@ -81,6 +81,12 @@ pub struct SandboxSettingsConfig {
     /// The bubblewrap binary; `bwrap` on `PATH` when absent.
     #[serde(default)]
     pub bwrap: Option<PathBuf>,
+    /// The image `sandbox = "container"` sessions start their container from.
+    #[serde(default)]
+    pub image: Option<String>,
+    /// The container CLI (`docker`, `podman` or a path); `docker`, else `podman`, when absent.
+    #[serde(default)]
+    pub engine: Option<PathBuf>,
 }
 
 /// `[tools]`: bounds on what tools leave on disk.
@@ -374,6 +380,8 @@ pub fn session_defaults(
         sandbox_settings: rein_coding::environment::SandboxSettings {
             network: config.sandbox_settings.network,
             bwrap: config.sandbox_settings.bwrap.clone(),
+            image: config.sandbox_settings.image.clone(),
+            engine: config.sandbox_settings.engine.clone(),
         },
         ..rein_coding::session::SessionDefaults::default()
     }

@@ -175,6 +175,10 @@ pub enum SandboxMode {
     /// Commands run in a bubblewrap sandbox that can write the project directory and a
     /// private `/tmp`; the project's `.git` and `.rein` stay read-only.
     WorkspaceWrite,
+    /// Commands run in a container of the session's own, started from the configured image
+    /// (`[sandbox_settings] image`) with the Docker- or Podman-compatible CLI; the project is
+    /// mounted at the same path.
+    Container,
     /// No sandbox: tools run on the host as the daemon's user.
     #[default]
     Off,
@@ -186,6 +190,7 @@ impl SandboxMode {
         match self {
             Self::ReadOnly => "read-only",
             Self::WorkspaceWrite => "workspace-write",
+            Self::Container => "container",
             Self::Off => "off",
         }
     }

@@ -42,7 +42,7 @@ pub struct RunArgs {
     /// The approval policy for tool calls.
     #[arg(long, value_enum, value_name = "POLICY")]
     pub approve: Option<ApproveArg>,
-    /// Where the new session's tools run: read-only, workspace-write or off (default: the
+    /// Where the new session's tools run: read-only, workspace-write, container or off (default: the
     /// configured `sandbox`). Fails when the sandbox cannot be had.
     #[arg(long, value_name = "MODE", value_parser = session::parse_sandbox)]
     pub sandbox: Option<SandboxMode>,

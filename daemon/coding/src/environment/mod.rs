@@ -9,6 +9,7 @@
 //! A session picks one when it loads ([`for_session`]); asking for a sandbox that cannot be had
 //! is an [`EnvironmentError`], never a silent fall back to none.
 
+pub mod container;
 pub mod pids_cgroup;
 pub mod policy;
 pub mod sandbox;
@@ -25,6 +26,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::tools::{CommandOutcome, CommandRequest, run_command};
 
+pub use container::ContainerEnvironment;
 pub use policy::FilePolicy;
 pub use sandbox::{BwrapSandbox, SandboxSettings};
 
@@ -87,6 +89,12 @@ pub trait Environment: Send + Sync + std::fmt::Debug {
     fn write(&self, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         self.policy().check_write(path)?;
         crate::atomic::write_atomic(path, bytes)
+    }
+
+    /// Stops what the environment keeps running between commands (a container); called when
+    /// the session unloads.
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
     }
 
     /// A gitignore-aware walk of `root` (see `tools::walk`), leaving out what may not be read.
@@ -154,6 +162,16 @@ pub enum EnvironmentError {
         /// What went wrong.
         reason: String,
     },
+    /// No container can be started: no image configured, no engine CLI, or no engine.
+    #[error(
+        "sandbox `container` was asked for but no container can be started: {reason}. Set \
+         `[sandbox_settings] image`, install a Docker- or Podman-compatible engine, or choose \
+         another sandbox"
+    )]
+    ContainerUnavailable {
+        /// What went wrong.
+        reason: String,
+    },
 }
 
 /// The environment of a session working in `project` under `mode`.
@@ -168,5 +186,6 @@ pub fn for_session(
         SandboxMode::ReadOnly | SandboxMode::WorkspaceWrite => {
             Ok(Arc::new(BwrapSandbox::new(mode, project, settings, hidden_files)?))
         }
+        SandboxMode::Container => Ok(Arc::new(ContainerEnvironment::new(project, settings)?)),
     }
 }

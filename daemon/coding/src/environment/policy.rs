@@ -42,6 +42,16 @@ impl FilePolicy {
         }
     }
 
+    /// Reads anywhere but `/proc`; writes under `project` (a container's mounted project).
+    pub fn project_only(mode: &'static str, project: &Path) -> Self {
+        Self {
+            mode,
+            unreadable: vec![PathBuf::from("/proc")],
+            writable: Some(vec![resolve_existing(project)]),
+            read_only: Vec::new(),
+        }
+    }
+
     /// True when some reads are refused.
     pub fn restricts_reads(&self) -> bool {
         !self.unreadable.is_empty()

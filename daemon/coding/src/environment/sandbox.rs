@@ -36,6 +36,11 @@ pub struct SandboxSettings {
     pub network: bool,
     /// The bubblewrap binary; `None` looks for `bwrap` on `PATH`.
     pub bwrap: Option<PathBuf>,
+    /// The image of `container` sessions.
+    pub image: Option<String>,
+    /// The container CLI (`docker`, `podman`, or a path); `None` looks for `docker`, then
+    /// `podman`, on `PATH`.
+    pub engine: Option<PathBuf>,
 }
 
 /// Commands under bubblewrap; file operations under the same write rules. See the module docs.
@@ -223,7 +228,7 @@ fn warn_once_without_cgroup(err: &std::io::Error) {
 }
 
 /// `name` in a directory of `PATH`.
-fn find_on_path(name: &str) -> Option<PathBuf> {
+pub(crate) fn find_on_path(name: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path).map(|dir| dir.join(name)).find(|candidate| candidate.is_file())
 }

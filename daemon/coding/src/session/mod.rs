@@ -70,6 +70,7 @@ mod mcp_tools;
 mod model;
 mod pump;
 mod run_record;
+mod sandbox_record;
 mod shell;
 mod unsaved;
 mod verification;
@@ -245,6 +246,9 @@ impl CodingSession {
         if let Some(name) = params.name.clone() {
             file.set_name(Some(name))?;
         }
+        if let Some(mode) = params.sandbox {
+            file.append(sandbox_record::entry(mode))?;
+        }
         let model =
             ModelSlot::resolve(&env.registry, params.model.as_deref().or(project.model.as_deref()));
         let thinking = params.thinking_level.unwrap_or(env.defaults.thinking_level);
@@ -281,7 +285,8 @@ impl CodingSession {
         let model = ModelSlot::resolve(&env.registry, reference.as_deref());
         let thinking = replay.thinking_level.unwrap_or(env.defaults.thinking_level);
         let policy = replay.approval_policy.unwrap_or(env.defaults.approval_policy);
-        let extensions = LoadExtensions::default();
+        let extensions =
+            LoadExtensions { sandbox: sandbox_record::recorded(&file), ..Default::default() };
         let session = Self::load(env, file, model, thinking, policy, sink, gate, extensions)?;
         session.session_start_hooks("resume").await;
         Ok(session)
@@ -830,6 +835,8 @@ impl CodingSession {
         self.shell.wait().await;
         self.session_end_hooks().await;
         self.mcp.stop();
+        let environment = lock(&self.tool_context).env.clone();
+        environment.shutdown().await;
         self.pump.catch_up().await;
         self.pump.stop();
         // Tool results a failed write held back are recorded now if there is room again, so

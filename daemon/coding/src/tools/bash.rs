@@ -565,11 +565,30 @@ mod tests {
         loop {
             if let Ok(text) = std::fs::read_to_string(path)
                 && let Ok(pid) = text.trim().parse()
+                && let Some(pid) = host_pid(pid, path.parent().unwrap())
             {
                 return pid;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// The host's pid of the process a command in `project` knew as `pid`. Without a sandbox
+    /// they are the same; in one (a pid namespace of its own) it is the process whose
+    /// innermost pid is `pid` and whose working directory is `project`, or `None` once no
+    /// such process lives.
+    fn host_pid(pid: i32, project: &Path) -> Option<i32> {
+        if std::env::var_os("REIN_TEST_SANDBOX").is_none() {
+            return Some(pid);
+        }
+        std::fs::read_dir("/proc").ok()?.flatten().find_map(|entry| {
+            let host: i32 = entry.file_name().to_str()?.parse().ok()?;
+            let status = std::fs::read_to_string(entry.path().join("status")).ok()?;
+            let inner = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+            let inner: i32 = inner.split_whitespace().last()?.parse().ok()?;
+            let cwd = std::fs::read_link(entry.path().join("cwd")).ok()?;
+            (inner == pid && cwd == project && alive(host)).then_some(host)
+        })
     }
 
     /// True while `pid` is a live process (a zombie waiting to be reaped counts as gone).
@@ -671,7 +690,9 @@ mod tests {
         assert!(text.contains("[Timed out after 0.5 s"), "{text}");
         assert_eq!(out.details.unwrap()["timedOut"], true);
         let pid: i32 = std::fs::read_to_string(pidfile).unwrap().trim().parse().unwrap();
-        wait_until_gone(pid).await;
+        if let Some(pid) = host_pid(pid, &f.ctx.cwd) {
+            wait_until_gone(pid).await;
+        }
     }
 
     #[tokio::test]

@@ -261,7 +261,8 @@ pub(crate) mod test_support {
             let cwd = dir.path().canonicalize().unwrap().join("project");
             std::fs::create_dir_all(&cwd).unwrap();
             let output_dir = dir.path().canonicalize().unwrap().join("outputs");
-            let ctx = ToolContext::new(cwd, FileLocks::new(), output_dir);
+            let mut ctx = ToolContext::new(cwd, FileLocks::new(), output_dir);
+            ctx.env = test_environment(&ctx.cwd);
             Self { _dir: dir, ctx }
         }
 
@@ -287,6 +288,20 @@ pub(crate) mod test_support {
             let (updates, _rx) = ToolUpdateSink::channel();
             self.tool(name).execute(invocation(arguments, updates, CancellationToken::new())).await
         }
+    }
+
+    /// The environment tool tests run in: the host, or the sandbox mode named by
+    /// `REIN_TEST_SANDBOX` (CI runs the tool tests once more under `workspace-write`).
+    pub(crate) fn test_environment(cwd: &std::path::Path) -> Arc<dyn Environment> {
+        let Ok(mode) = std::env::var("REIN_TEST_SANDBOX") else {
+            return Arc::new(LocalEnvironment::new());
+        };
+        let mode = serde_json::from_value(Value::String(mode)).unwrap();
+        let settings = crate::environment::SandboxSettings {
+            image: std::env::var("REIN_TEST_CONTAINER_IMAGE").ok(),
+            ..Default::default()
+        };
+        crate::environment::for_session(mode, cwd, &settings, &[]).unwrap()
     }
 
     pub(crate) fn invocation(

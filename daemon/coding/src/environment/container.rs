@@ -1,0 +1,231 @@
+//! The container environment: one container per session, through the Docker- or
+//! Podman-compatible CLI.
+//!
+//! The container starts from the configured image on the session's first command
+//! (`run -d --rm --init`, the project bind-mounted at the same path, no network unless
+//! `network = true`, idling on `sleep infinity`); each command runs in it with `exec`, under
+//! `sh`, in a process group of its own whose id is left in the container's `/tmp`, so a timeout
+//! or a cancellation kills the whole group inside the container and not only the local `exec`
+//! client. The container is removed when the session unloads ([`Environment::shutdown`]) or,
+//! failing that, when the environment is dropped. The file tools work on the host's copy of
+//! the project, which is the container's; they write nowhere else.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use futures::future::BoxFuture;
+use rein_protocol::method::SandboxMode;
+use tokio::sync::OnceCell;
+use tokio_util::sync::CancellationToken;
+
+use super::sandbox::find_on_path;
+use super::{Environment, EnvironmentError, FilePolicy, OutputSink, SandboxSettings};
+use crate::tools::{CommandOutcome, CommandRequest, Launch, run_launched};
+
+/// Runs a command inside the container: records its process group, then becomes the command.
+/// `$0` is the record's path, `$1` the command line.
+const GROUP_WRAPPER: &str = "echo $$ > \"$0\"; exec sh -c \"$1\"";
+
+/// A session's container. See the module docs.
+#[derive(Debug)]
+pub struct ContainerEnvironment {
+    engine: PathBuf,
+    image: String,
+    project: PathBuf,
+    network: bool,
+    name: String,
+    started: OnceCell<Result<(), String>>,
+    policy: FilePolicy,
+}
+
+impl ContainerEnvironment {
+    /// A container environment for `project`, after checking that an image is configured and
+    /// the engine answers. The container itself starts on first use.
+    pub fn new(project: &Path, settings: &SandboxSettings) -> Result<Self, EnvironmentError> {
+        let unavailable = |reason: String| EnvironmentError::ContainerUnavailable { reason };
+        let image = settings
+            .image
+            .clone()
+            .ok_or_else(|| unavailable("no image is configured".to_string()))?;
+        let engine = match &settings.engine {
+            Some(engine) if engine.components().count() > 1 => engine.clone(),
+            Some(name) => find_on_path(&name.to_string_lossy())
+                .ok_or_else(|| unavailable(format!("`{}` is not on PATH", name.display())))?,
+            None => find_on_path("docker")
+                .or_else(|| find_on_path("podman"))
+                .ok_or_else(|| unavailable("neither docker nor podman is on PATH".to_string()))?,
+        };
+        engine_answers(&engine).map_err(unavailable)?;
+        let project = super::policy::resolve_existing(project);
+        Ok(Self {
+            policy: FilePolicy::project_only("container", &project),
+            name: format!("rein-{}", uuid::Uuid::now_v7()),
+            engine,
+            image,
+            project,
+            network: settings.network,
+            started: OnceCell::new(),
+        })
+    }
+
+    /// The container's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Starts the container once; later calls get the first outcome.
+    async fn ensure_started(&self) -> std::io::Result<()> {
+        let started = self
+            .started
+            .get_or_init(|| async {
+                let mut command = tokio::process::Command::new(&self.engine);
+                command.args(["run", "-d", "--rm", "--init", "--name", &self.name]);
+                if !self.network {
+                    command.args(["--network", "none"]);
+                }
+                let mount = format!("{0}:{0}", self.project.display());
+                command.args(["-v", &mount, "-w"]).arg(&self.project);
+                command.args([self.image.as_str(), "sleep", "infinity"]);
+                let output = command.stdin(Stdio::null()).output().await;
+                match output {
+                    Ok(output) if output.status.success() => Ok(()),
+                    Ok(output) => Err(format!(
+                        "starting a container from {} failed: {}",
+                        self.image,
+                        String::from_utf8_lossy(&output.stderr).trim()
+                    )),
+                    Err(err) => Err(format!("cannot run {}: {err}", self.engine.display())),
+                }
+            })
+            .await;
+        started.clone().map_err(std::io::Error::other)
+    }
+
+    /// The `exec` that runs `request` in the container, leaving its group id in `record`.
+    fn launch(&self, request: &CommandRequest, record: &str) -> Launch {
+        let mut args: Vec<OsString> = vec!["exec".into(), "-w".into(), request.cwd.clone().into()];
+        for (name, value) in [("PAGER", "cat"), ("GIT_PAGER", "cat"), ("GIT_TERMINAL_PROMPT", "0")]
+        {
+            args.extend(["-e".into(), format!("{name}={value}").into()]);
+        }
+        args.extend([self.name.clone().into(), "setsid".into(), "sh".into(), "-c".into()]);
+        args.extend([GROUP_WRAPPER.into(), record.into(), request.command.clone().into()]);
+        Launch { program: self.engine.clone(), args, env: None }
+    }
+
+    /// Kills the process group recorded in `record` inside the container.
+    async fn kill_group(&self, record: &str) {
+        let script = format!("kill -KILL -- -$(cat {record}) 2>/dev/null; rm -f {record}");
+        let _ = tokio::process::Command::new(&self.engine)
+            .args(["exec", &self.name, "sh", "-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .await;
+    }
+}
+
+impl Environment for ContainerEnvironment {
+    fn describe(&self) -> String {
+        format!("container {} ({})", self.name, self.image)
+    }
+
+    fn mode(&self) -> SandboxMode {
+        SandboxMode::Container
+    }
+
+    fn confines_commands(&self) -> bool {
+        !self.network
+    }
+
+    fn policy(&self) -> &FilePolicy {
+        &self.policy
+    }
+
+    fn run<'a>(
+        &'a self,
+        request: &'a CommandRequest,
+        on_output: OutputSink<'a>,
+        cancel: &'a CancellationToken,
+    ) -> BoxFuture<'a, std::io::Result<CommandOutcome>> {
+        Box::pin(async move {
+            self.ensure_started().await?;
+            let record = format!("/tmp/rein-group-{}", uuid::Uuid::now_v7());
+            let launch = self.launch(request, &record);
+            let outcome = run_launched(request, &launch, on_output, cancel).await;
+            if outcome.as_ref().is_ok_and(|o| o.timed_out || o.cancelled) {
+                self.kill_group(&record).await;
+            }
+            outcome
+        })
+    }
+
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            if self.started.get().is_some_and(Result::is_ok) {
+                let _ = tokio::process::Command::new(&self.engine)
+                    .args(["rm", "-f", &self.name])
+                    .stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status()
+                    .await;
+            }
+        })
+    }
+}
+
+impl Drop for ContainerEnvironment {
+    fn drop(&mut self) {
+        // Removing an already removed container is harmless; this covers an environment that
+        // went away without a shutdown (a failed load).
+        if self.started.get().is_some_and(Result::is_ok) {
+            let spawned = std::process::Command::new(&self.engine)
+                .args(["rm", "-f", &self.name])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn();
+            if let Ok(mut child) = spawned {
+                std::thread::spawn(move || child.wait());
+            }
+        }
+    }
+}
+
+/// Checks that the engine CLI reaches an engine (`version` fails without one).
+fn engine_answers(engine: &Path) -> Result<(), String> {
+    let output = std::process::Command::new(engine)
+        .args(["version"])
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|err| format!("cannot run {}: {err}", engine.display()))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        Err(format!("{} reaches no engine: {}", engine.display(), stderr.trim()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_an_image_or_an_engine_there_is_no_container() {
+        let dir = tempfile::tempdir().unwrap();
+        let no_image = SandboxSettings::default();
+        let err = ContainerEnvironment::new(dir.path(), &no_image).unwrap_err();
+        assert!(err.to_string().contains("no image is configured"), "{err}");
+        let no_engine = SandboxSettings {
+            image: Some("debian:stable-slim".into()),
+            engine: Some("/nonexistent/docker".into()),
+            ..SandboxSettings::default()
+        };
+        let err = ContainerEnvironment::new(dir.path(), &no_engine).unwrap_err();
+        assert!(err.to_string().contains("cannot run /nonexistent/docker"), "{err}");
+    }
+}

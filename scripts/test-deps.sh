@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs the system packages the tests need and checks they work here:
+#   - bubblewrap (`bwrap`), for the sandbox tests (tests/tests/sandbox_escapes.rs and the tool
+#     tests run again under `REIN_TEST_SANDBOX=workspace-write`).
+# Installs with apt-get when a package is missing (CI runs as root); fails, saying why, when
+# it cannot be installed or bubblewrap cannot make the namespaces the sandbox uses. Run by
+# .ci/run before `cargo test`.
+set -euo pipefail
+
+if ! command -v bwrap >/dev/null 2>&1; then
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "bubblewrap is missing and apt-get is not available: install bubblewrap" >&2
+    exit 1
+  fi
+  sudo=""
+  if [ "$(id -u)" != 0 ]; then sudo="sudo"; fi
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq bubblewrap
+fi
+
+# The sandbox needs user, pid and network namespaces; check them once here so a machine
+# that cannot have them fails with this message instead of in the middle of the tests.
+if ! bwrap --die-with-parent --new-session --unshare-user --unshare-pid --unshare-net \
+    --cap-drop ALL --ro-bind / / --proc /proc -- true; then
+  echo "bwrap is installed but cannot create user/pid/network namespaces on this machine" >&2
+  exit 1
+fi
+echo "bubblewrap: $(bwrap --version)"
