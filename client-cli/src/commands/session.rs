@@ -320,8 +320,16 @@ pub async fn export(
     format: ExportFormat,
 ) -> Result<Report, ClientError> {
     let session_id = open(client, session).await?;
-    let result: ExportResult =
-        client.call_as(names::SESSION_EXPORT, ExportParams { session_id, format }).await?;
+    let params =
+        |cursor| ExportParams { session_id: session_id.clone(), format, limit: None, cursor };
+    let mut result: ExportResult = client.call_as(names::SESSION_EXPORT, params(None)).await?;
+    // A very large text comes in pages; the command prints all of it.
+    while let Some(cursor) = result.next_cursor.take() {
+        let page: ExportResult =
+            client.call_as(names::SESSION_EXPORT, params(Some(cursor))).await?;
+        result.content.push_str(&page.content);
+        result.next_cursor = page.next_cursor;
+    }
     let mut text = result.content.clone();
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');
