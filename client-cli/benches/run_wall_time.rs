@@ -40,6 +40,19 @@ fn main() {
     }
     let warm: Vec<Duration> = (0..WARM_RUNS).map(|_| run_once(&daemon, &project)).collect();
     daemon.kill();
+    // The floor: the same request posted by a minimal client, plus one process spawn.
+    let Some(body) = fake.requests().last().and_then(|r| serde_json::to_vec(&r.body).ok()) else {
+        return eprintln!("the fake provider recorded no request");
+    };
+    let floor: Vec<Duration> = (0..WARM_RUNS)
+        .map(|_| {
+            let start = Instant::now();
+            let spawned = Command::new("sh").args(["-c", "true"]).status();
+            let posted = rein_testkit::floor::post(&fake.base_url(), "/v1/chat/completions", &body);
+            assert!(spawned.is_ok_and(|s| s.success()) && posted.is_ok(), "the floor failed");
+            start.elapsed()
+        })
+        .collect();
 
     let mut cold = Vec::new();
     for _ in 0..COLD_RUNS {
@@ -50,8 +63,21 @@ fn main() {
 
     println!("| scenario | runs | min | median | p90 | mean |");
     println!("| --- | --- | --- | --- | --- | --- |");
+    print_row("floor: spawn + the same request", &floor);
     print_row("daemon up", &warm);
     print_row("cold daemon", &cold);
+    let median = |samples: &[Duration]| {
+        let mut sorted = samples.to_vec();
+        sorted.sort();
+        sorted[sorted.len() / 2].as_secs_f64()
+    };
+    println!(
+        "\nmedians as ratios: daemon up {:.2}x the floor, cold daemon {:.2}x the floor and {:.2}x \
+         daemon up",
+        median(&warm) / median(&floor),
+        median(&cold) / median(&floor),
+        median(&cold) / median(&warm)
+    );
 }
 
 /// One timed `rein run`; panics if it fails, since a failed run measures nothing.

@@ -23,21 +23,33 @@ pub async fn list_sessions(
     Ok(list_sessions_with_errors(client, cwd).await?.sessions)
 }
 
-/// `session/list` as the daemon answers it: the sessions and what it could not read.
+/// `session/list` as the daemon answers it, every page: the sessions and what it could not
+/// read.
 pub async fn list_sessions_with_errors(
     client: &mut Client,
     cwd: Option<&Path>,
 ) -> Result<ListSessionsResult, ClientError> {
-    let params = ListSessionsParams { cwd: cwd.map(|dir| dir.display().to_string()) };
-    client.request::<rq::SessionList>(params).await
+    let cwd = cwd.map(|dir| dir.display().to_string());
+    let params = ListSessionsParams { cwd: cwd.clone(), ..ListSessionsParams::default() };
+    let mut listed: ListSessionsResult = client.request::<rq::SessionList>(params).await?;
+    while let Some(cursor) = listed.next_cursor.take() {
+        let params = ListSessionsParams { cwd: cwd.clone(), limit: None, cursor: Some(cursor) };
+        let page: ListSessionsResult = client.request::<rq::SessionList>(params).await?;
+        listed.sessions.extend(page.sessions);
+        listed.next_cursor = page.next_cursor;
+    }
+    Ok(listed)
 }
 
-/// The most recently updated session of `cwd`.
+/// The most recently updated session of `cwd` (only that one is fetched).
 pub async fn latest_session(
     client: &mut Client,
     cwd: &Path,
 ) -> Result<Option<SessionSummary>, ClientError> {
-    Ok(list_sessions(client, Some(cwd)).await?.into_iter().next())
+    let params =
+        ListSessionsParams { cwd: Some(cwd.display().to_string()), limit: Some(1), cursor: None };
+    let listed: ListSessionsResult = client.request::<rq::SessionList>(params).await?;
+    Ok(listed.sessions.into_iter().next())
 }
 
 /// The full id of the session `text` names: an exact id, or a prefix that only one session

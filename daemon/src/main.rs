@@ -6,6 +6,7 @@ use rein_ai::registry::Registry;
 use rein_coding::process_groups;
 use rein_daemon::hub::Hub;
 use rein_daemon::keys::KeyStore;
+use rein_daemon::ready::{self, Readiness, ReadyPipe};
 use rein_daemon::server::limits::ConnectionLimits;
 use rein_daemon::server::listener::{self, BindError};
 use rein_daemon::{
@@ -17,7 +18,7 @@ use rein_protocol::paths;
 use std::path::PathBuf;
 use std::process::{ExitCode, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// jemalloc instead of the system allocator, with its background threads purging freed pages:
 /// glibc kept the memory of closed sessions in its arenas (RSS stayed at its peak after 500
@@ -57,6 +58,10 @@ struct Args {
     /// Set by the background launcher: log to the file only.
     #[arg(long, hide = true)]
     detached: bool,
+    /// Set by the background launcher: a pipe descriptor to write one byte to once the socket
+    /// listens (see `rein_daemon::ready`).
+    #[arg(long, hide = true)]
+    ready_fd: Option<i32>,
     /// Only check the configuration file: print the file used and exit 0, or the mistake
     /// (file, line, key) and exit 1. Used by `rein doctor`.
     #[arg(long)]
@@ -138,6 +143,9 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Err(error) => return Err(error.into()),
     };
+    if let Some(fd) = args.ready_fd {
+        ready::notify_listening(fd);
+    }
     // Everything under REIN_HOME is the user's alone, the files made before this start too.
     for path in home::make_private(&home)? {
         tracing::warn!(path = %path.display(), "was readable by others; made private");
@@ -275,6 +283,7 @@ fn spawn_background(args: &Args, socket: &std::path::Path) -> anyhow::Result<Exi
         return Ok(ExitCode::from(EXIT_ALREADY_RUNNING));
     }
     let exe = std::env::current_exe().context("cannot find the reind executable")?;
+    let ready = ReadyPipe::new().context("cannot make the start-notification pipe")?;
     let mut child = std::process::Command::new(exe)
         .arg("--foreground")
         .arg("--detached")
@@ -292,15 +301,22 @@ fn spawn_background(args: &Args, socket: &std::path::Path) -> anyhow::Result<Exi
         .arg(args.partial_line_idle_secs.to_string())
         .arg("--max-buffered-input")
         .arg(args.max_buffered_input.to_string())
+        .arg("--ready-fd")
+        .arg(ready.daemon_fd().to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .process_group(0)
         .spawn()
         .context("cannot start the daemon process")?;
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if let Some(status) = child.try_wait().context("cannot watch the daemon process")? {
+    // The daemon says when its socket listens; no polling.
+    match ready.wait(Duration::from_secs(10)) {
+        Readiness::Listening => {
+            println!("reind started (pid {}), serving {}", child.id(), socket.display());
+            Ok(ExitCode::SUCCESS)
+        }
+        Readiness::Gone => {
+            let status = child.wait().context("cannot watch the daemon process")?;
             let mut message = String::new();
             if let Some(mut stderr) = child.stderr.take() {
                 use std::io::Read;
@@ -308,13 +324,10 @@ fn spawn_background(args: &Args, socket: &std::path::Path) -> anyhow::Result<Exi
             }
             eprint!("{message}");
             let code = status.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1);
-            return Ok(ExitCode::from(code));
+            Ok(ExitCode::from(code))
         }
-        if std::os::unix::net::UnixStream::connect(socket).is_ok() {
-            println!("reind started (pid {}), serving {}", child.id(), socket.display());
-            return Ok(ExitCode::SUCCESS);
+        Readiness::TimedOut => {
+            anyhow::bail!("the daemon did not answer on {} within 10 s", socket.display())
         }
-        std::thread::sleep(Duration::from_millis(20));
     }
-    anyhow::bail!("the daemon did not answer on {} within 10 s", socket.display())
 }

@@ -278,7 +278,7 @@ pub fn forked_state() -> SessionState {
 
 /// `session/list` params.
 pub fn list_sessions_params() -> ListSessionsParams {
-    ListSessionsParams { cwd: Some(CWD.into()) }
+    ListSessionsParams { cwd: Some(CWD.into()), limit: Some(50), cursor: None }
 }
 
 /// `session/list` result.
@@ -306,6 +306,8 @@ pub fn list_sessions_result() -> ListSessionsResult {
                       0193b2c4.jsonl: Permission denied (os error 13)"
                 .into(),
         }],
+        total: 1,
+        next_cursor: None,
     }
 }
 
@@ -529,7 +531,12 @@ pub fn compact_result() -> CompactResult {
 
 /// `session/export` params.
 pub fn export_params() -> ExportParams {
-    ExportParams { session_id: SESSION_ID.into(), format: ExportFormat::Markdown }
+    ExportParams {
+        session_id: SESSION_ID.into(),
+        format: ExportFormat::Markdown,
+        limit: None,
+        cursor: None,
+    }
 }
 
 /// `session/export` result.
@@ -538,6 +545,8 @@ pub fn export_result() -> ExportResult {
         content: "# fix empty-input lexing\n\n## User\n\nThe lexer test fails on empty input; \
                   fix it.\n"
             .into(),
+        total: 5,
+        next_cursor: None,
     }
 }
 

@@ -302,6 +302,14 @@ pub struct ListSessionsParams {
     /// Only sessions of this project directory; all when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwd: Option<String>,
+    /// Most sessions in the page (paged like `session/tree`, newest first); as many as fit
+    /// when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// Where the page starts: a `next_cursor` from an earlier page; the newest session when
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
 }
 
 /// `session/list` result.
@@ -310,9 +318,15 @@ pub struct ListSessionsResult {
     /// Most recently updated first.
     pub sessions: Vec<SessionSummary>,
     /// Session files and project directories that could not be read; they were skipped and
-    /// the rest listed. Empty when everything was read.
+    /// the rest listed. Empty when everything was read. Reported with the first page only.
     #[serde(default)]
     pub errors: Vec<ListingError>,
+    /// Sessions listed in all (this page holds some of them).
+    #[serde(default)]
+    pub total: u64,
+    /// Fetches the next (older) sessions; absent when this page ends with the oldest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// A session file or project directory that `session/list` could not read.
@@ -639,13 +653,28 @@ pub struct ExportParams {
     pub session_id: String,
     /// The format.
     pub format: ExportFormat,
+    /// Most lines of the text in the page (paged like `session/tree`, from the first line);
+    /// as many as fit when absent, which is the whole text unless it is very large.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// Where the page starts: a `next_cursor` from an earlier page; the first line when
+    /// absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
 }
 
 /// `session/export` result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ExportResult {
-    /// The exported text.
+    /// The exported text (one page of its lines, each with its line end; the pages joined
+    /// in order are the whole text).
     pub content: String,
+    /// Lines of the whole text.
+    #[serde(default)]
+    pub total: u64,
+    /// Fetches the next lines; absent when this page ends the text.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
 }
 
 /// `session/shell` params.

@@ -4,5 +4,6 @@ pub mod background;
 pub mod connection;
 pub mod daemon;
 pub mod fake_provider;
+pub mod floor;
 pub mod process;
 pub mod small_fs;

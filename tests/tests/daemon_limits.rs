@@ -459,6 +459,54 @@ fn histories_come_in_pages_that_fit_the_line_limit() {
     assert!(output.status.success(), "{output:?}");
     let drawn = String::from_utf8_lossy(&output.stdout);
     assert!(drawn.contains("answer 7") || drawn.lines().count() as u64 >= total, "{drawn}");
+
+    // The export, in pages of lines that join up to what `rein export` prints whole.
+    let mut exported = String::new();
+    let mut cursor = Value::Null;
+    let mut export_pages = 0;
+    loop {
+        let page = call(
+            "session/export",
+            json!({"session_id": session, "format": "markdown", "cursor": cursor}),
+        );
+        exported.push_str(page["content"].as_str().unwrap());
+        export_pages += 1;
+        cursor = page["next_cursor"].clone();
+        if cursor.is_null() {
+            assert_eq!(page["total"].as_u64().unwrap(), exported.lines().count() as u64);
+            break;
+        }
+    }
+    assert!(export_pages > 2, "the export came in {export_pages} pages");
+    for n in 0..8 {
+        assert!(exported.contains(&format!("question {n} ")), "{exported}");
+        assert!(exported.contains(&format!("answer {n} ")), "{exported}");
+    }
+    let output = daemon.run_rein(&["export", &session]);
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim_end(), exported.trim_end());
+    let two =
+        call("session/export", json!({"session_id": session, "format": "markdown", "limit": 2}));
+    assert_eq!(two["content"].as_str().unwrap().lines().count(), 2, "{two}");
+
+    // Sessions, newest first, one page at a time.
+    let older = client.call_ok(4, "session/create", json!({"cwd": project.path()}));
+    let first = call("session/list", json!({"limit": 1}));
+    assert_eq!(first["total"], 2, "{first}");
+    assert_eq!(first["sessions"].as_array().unwrap().len(), 1);
+    let second = call("session/list", json!({"limit": 1, "cursor": first["next_cursor"]}));
+    assert_eq!(second["sessions"].as_array().unwrap().len(), 1);
+    assert!(second["next_cursor"].is_null(), "{second}");
+    let mut listed: Vec<Value> =
+        [&first, &second].iter().map(|page| page["sessions"][0]["session_id"].clone()).collect();
+    listed.sort_by_key(Value::to_string);
+    let mut created = vec![json!(session), older["session_id"].clone()];
+    created.sort_by_key(Value::to_string);
+    assert_eq!(listed, created);
+    // Without a limit, everything that fits: the whole list, as before paging.
+    let all = call("session/list", json!({}));
+    assert_eq!(all["sessions"].as_array().unwrap().len(), 2);
+    assert!(all["next_cursor"].is_null(), "{all}");
 }
 
 #[test]

@@ -126,7 +126,9 @@ pub(crate) struct State {
     tools: Arc<ToolSet>,
     hooks: Arc<dyn AgentHooks>,
     limits: RunLimits,
-    messages: Vec<Message>,
+    /// The history, shared with the request in flight: a request takes it without copying,
+    /// and an append copies it only while a request still holds it.
+    messages: Arc<Vec<Message>>,
     steering: Vec<QueuedMessage>,
     follow_up: VecDeque<FollowUp>,
     active: Option<ActiveRun>,
@@ -162,7 +164,7 @@ impl Shared {
 
     /// Appends a finished assistant message and emits its `MessageEnd`.
     pub(crate) fn append_message(&self, message: Message) {
-        self.lock().messages.push(message.clone());
+        Arc::make_mut(&mut self.lock().messages).push(message.clone());
         self.events.emit(SessionEvent::MessageEnd { message });
     }
 
@@ -175,7 +177,7 @@ impl Shared {
     /// Gives every call of the last reply that has no result an error result with `text`, so
     /// the history stays valid after a run died abruptly.
     fn answer_open_calls(&self, text: &str) {
-        let open = unanswered_calls(&self.lock().messages);
+        let open = unanswered_calls(self.lock().messages.as_slice());
         for call in open {
             self.append_input(Message::ToolResult(ToolResultMessage {
                 tool_call_id: call.id,
@@ -188,14 +190,14 @@ impl Shared {
         }
     }
 
-    /// A copy of the history.
-    pub(crate) fn messages(&self) -> Vec<Message> {
+    /// The history as it is now (shared, not copied).
+    pub(crate) fn messages(&self) -> Arc<Vec<Message>> {
         self.lock().messages.clone()
     }
 
     /// Replaces the history (compaction, repair).
     pub(crate) fn replace_messages(&self, messages: Vec<Message>) {
-        self.lock().messages = messages;
+        self.lock().messages = Arc::new(messages);
     }
 
     /// Replaces the system prompt.
@@ -203,8 +205,8 @@ impl Shared {
         self.lock().system_prompt = prompt;
     }
 
-    /// The system prompt and history for the next request.
-    pub(crate) fn request_inputs(&self) -> (String, Vec<Message>) {
+    /// The system prompt and history for the next request; the history is shared, not copied.
+    pub(crate) fn request_inputs(&self) -> (String, Arc<Vec<Message>>) {
         let state = self.lock();
         (state.system_prompt.clone(), state.messages.clone())
     }
@@ -334,7 +336,7 @@ impl Harness {
             tools: Arc::new(ToolSet::new(config.tools)?),
             hooks: config.hooks,
             limits: config.limits,
-            messages: config.messages,
+            messages: Arc::new(config.messages),
             steering: Vec::new(),
             follow_up: VecDeque::new(),
             active: None,
@@ -489,7 +491,7 @@ impl Harness {
 
     /// A snapshot of the history.
     pub fn messages(&self) -> Vec<Message> {
-        self.shared.messages()
+        self.shared.messages().as_ref().clone()
     }
 
     /// Replaces the history (branching, compaction). Fails with `Busy` during a run.
@@ -498,7 +500,7 @@ impl Harness {
         if state.active.is_some() {
             return Err(HarnessError::Busy);
         }
-        state.messages = messages;
+        state.messages = Arc::new(messages);
         Ok(())
     }
 

@@ -310,15 +310,15 @@ impl Run<'_> {
             system_prompt = prompt;
         }
         if let Some(replacement) = edit.messages {
-            self.shared.replace_messages(replacement.clone());
-            messages = replacement;
+            self.shared.replace_messages(replacement);
+            messages = self.shared.messages();
         }
         Some(ProviderRequest {
             model: self.setup.model.clone(),
             context: RequestContext {
                 system_prompt,
                 messages,
-                tools: self.setup.tools.definitions().to_vec(),
+                tools: self.setup.tools.shared_definitions(),
             },
             options: StreamOptions {
                 thinking: self.setup.thinking,

@@ -37,7 +37,7 @@ struct RegisteredTool {
 pub struct ToolSet {
     tools: Vec<RegisteredTool>,
     by_name: HashMap<String, usize>,
-    definitions: Vec<ToolDefinition>,
+    definitions: Arc<[ToolDefinition]>,
 }
 
 impl std::fmt::Debug for ToolSet {
@@ -49,7 +49,7 @@ impl std::fmt::Debug for ToolSet {
 impl Default for ToolSet {
     /// A set with no tools.
     fn default() -> Self {
-        Self { tools: Vec::new(), by_name: HashMap::new(), definitions: Vec::new() }
+        Self { tools: Vec::new(), by_name: HashMap::new(), definitions: Arc::from([]) }
     }
 }
 
@@ -65,6 +65,7 @@ impl ToolSet {
     /// Compiles every tool's schema; fails on an invalid schema or a duplicate name.
     pub fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Self, ToolSetError> {
         let mut set = Self::default();
+        let mut definitions = Vec::with_capacity(tools.len());
         for tool in tools {
             let name = tool.name().to_string();
             if set.by_name.contains_key(&name) {
@@ -75,15 +76,22 @@ impl ToolSet {
                 ToolSetError::InvalidSchema { name: name.clone(), reason: error.to_string() }
             })?;
             set.by_name.insert(name, set.tools.len());
-            set.definitions.push(definition);
+            definitions.push(definition);
             set.tools.push(RegisteredTool { tool, validator });
         }
+        set.definitions = definitions.into();
         Ok(set)
     }
 
     /// The definitions sent to the provider, in registration order.
     pub fn definitions(&self) -> &[ToolDefinition] {
         &self.definitions
+    }
+
+    /// The definitions, shared: every request of every run with this tool set sends the same
+    /// list without copying it.
+    pub fn shared_definitions(&self) -> Arc<[ToolDefinition]> {
+        self.definitions.clone()
     }
 
     /// The tool with this name.

@@ -9,7 +9,9 @@ use crate::provider::{ProviderErrorKind, ProviderRequest};
 use crate::wire::Step;
 use rein_protocol::message::{ContentBlock, Message, StopReason};
 use rein_protocol::model::{Api, ModelInfo, ThinkingLevel};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
+use std::borrow::Cow;
 
 /// The `anthropic-version` header value sent with every request.
 pub const API_VERSION: &str = "2023-06-01";
@@ -26,17 +28,24 @@ pub fn thinking_budget(level: ThinkingLevel) -> Option<u64> {
     }
 }
 
-/// The request body for `POST {base_url}/messages`.
+/// The request body for `POST {base_url}/messages`, as a JSON value (for tests and tools that
+/// inspect it; requests are sent from [`body`]).
 pub fn request_body(request: &ProviderRequest, compat: &Compat) -> Value {
+    serde_json::to_value(body(request, compat)).unwrap_or_default()
+}
+
+/// The request body for `POST {base_url}/messages`, borrowing the request: it is serialized
+/// straight from the history, with no JSON tree built in between.
+pub fn body<'a>(request: &'a ProviderRequest, compat: &Compat) -> AnthropicBody<'a> {
     let model = &request.model;
-    let mut messages: Vec<Value> = Vec::new();
-    for message in &request.context.messages {
+    let mut messages: Vec<Turn<'a>> = Vec::with_capacity(request.context.messages.len());
+    for message in request.context.messages.iter() {
         match message {
             Message::User(user) => {
-                let content: Vec<Value> =
+                let content: Vec<Block<'a>> =
                     user.content.iter().filter_map(|b| user_block(b, model.images)).collect();
                 if !content.is_empty() {
-                    messages.push(json!({"role": "user", "content": content}));
+                    messages.push(Turn { role: "user", content });
                 }
             }
             Message::Assistant(assistant) => {
@@ -48,67 +57,58 @@ pub fn request_body(request: &ProviderRequest, compat: &Compat) -> Value {
                 for block in &assistant.content {
                     match block {
                         ContentBlock::Text { text } if !text.trim().is_empty() => {
-                            content.push(json!({"type": "text", "text": text}));
+                            content.push(Block::text(Cow::Borrowed(text)));
                         }
                         ContentBlock::Thinking { thinking, signature, redacted } => {
                             match (native, redacted, signature) {
                                 (true, true, Some(data)) => {
-                                    content.push(json!({"type": "redacted_thinking", "data": data}))
+                                    content.push(Block::RedactedThinking { data })
                                 }
-                                (true, false, Some(signature)) if !signature.is_empty() => content
-                                    .push(json!({"type": "thinking", "thinking": thinking,
-                                        "signature": signature})),
+                                (true, false, Some(signature)) if !signature.is_empty() => {
+                                    content.push(Block::Thinking { thinking, signature })
+                                }
                                 _ => {
                                     if let Some(text) = thinking_as_text(thinking, *redacted) {
-                                        content.push(json!({"type": "text", "text": text}));
+                                        content.push(Block::text(Cow::Owned(text)));
                                     }
                                 }
                             }
                         }
                         ContentBlock::ToolCall(call) => {
                             let input = if call.arguments.is_object() {
-                                call.arguments.clone()
+                                ToolInput::Given(&call.arguments)
                             } else {
-                                json!({})
+                                ToolInput::Empty(EmptyObject {})
                             };
-                            content.push(json!({
-                                "type": "tool_use",
-                                "id": wire_tool_call_id(Api::Anthropic, &call.id),
-                                "name": call.name,
-                                "input": input,
-                            }));
+                            content.push(Block::ToolUse {
+                                id: wire_tool_call_id(Api::Anthropic, &call.id),
+                                name: &call.name,
+                                input,
+                            });
                         }
                         _ => {}
                     }
                 }
                 if !content.is_empty() {
-                    messages.push(json!({"role": "assistant", "content": content}));
+                    messages.push(Turn { role: "assistant", content });
                 }
             }
             Message::ToolResult(result) => {
-                let mut content: Vec<Value> =
+                let mut content: Vec<Block<'a>> =
                     result.content.iter().filter_map(|b| user_block(b, model.images)).collect();
                 if content.is_empty() {
-                    content.push(json!({"type": "text", "text": "(no output)"}));
+                    content.push(Block::text(Cow::Borrowed("(no output)")));
                 }
-                let block = json!({
-                    "type": "tool_result",
-                    "tool_use_id": wire_tool_call_id(Api::Anthropic, &result.tool_call_id),
-                    "content": content,
-                    "is_error": result.is_error,
-                });
-                // Consecutive results travel in one user turn.
-                let appended = match messages.last_mut() {
-                    Some(last) if is_tool_result_turn(last) => {
-                        if let Some(items) = last["content"].as_array_mut() {
-                            items.push(block.clone());
-                        }
-                        true
-                    }
-                    _ => false,
+                let block = Block::ToolResult {
+                    tool_use_id: wire_tool_call_id(Api::Anthropic, &result.tool_call_id),
+                    content,
+                    is_error: result.is_error,
+                    cache_control: None,
                 };
-                if !appended {
-                    messages.push(json!({"role": "user", "content": [block]}));
+                // Consecutive results travel in one user turn.
+                match messages.last_mut() {
+                    Some(last) if last.is_tool_results() => last.content.push(block),
+                    _ => messages.push(Turn { role: "user", content: vec![block] }),
                 }
             }
         }
@@ -123,31 +123,162 @@ pub fn request_body(request: &ProviderRequest, compat: &Compat) -> Value {
     // thinking of its own (another model's, say): the API wants that turn to start with it.
     let wanted = wanted.filter(|_| !continues_turn_without_thinking(&messages));
     let (max_tokens, budget) = output_limits(request.options.max_tokens, wanted, model);
-    let mut body = json!({
-        "model": model.id,
-        "messages": messages,
-        "max_tokens": max_tokens,
-        "stream": true,
-    });
-    if !request.context.system_prompt.is_empty() {
-        body["system"] = json!([{"type": "text", "text": request.context.system_prompt,
-            "cache_control": {"type": "ephemeral"}}]);
-    }
-    if !request.context.tools.is_empty() {
-        let tools: Vec<Value> = request
+    let system_prompt = &request.context.system_prompt;
+    AnthropicBody {
+        model: &model.id,
+        messages,
+        max_tokens,
+        stream: true,
+        system: (!system_prompt.is_empty()).then(|| {
+            [SystemBlock {
+                kind: "text",
+                text: system_prompt,
+                cache_control: CacheControl::EPHEMERAL,
+            }]
+        }),
+        tools: request
             .context
             .tools
             .iter()
-            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
-            .collect();
-        body["tools"] = Value::Array(tools);
+            .map(|tool| AnthropicTool {
+                name: &tool.name,
+                description: &tool.description,
+                input_schema: &tool.parameters,
+            })
+            .collect(),
+        thinking: budget.map(|budget_tokens| ThinkingOptions { kind: "enabled", budget_tokens }),
+        temperature: match budget {
+            Some(_) => None,
+            None => request.options.temperature.map(f64::from),
+        },
     }
-    if let Some(budget) = budget {
-        body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
-    } else if let Some(temperature) = request.options.temperature {
-        body["temperature"] = json!(temperature);
+}
+
+/// An Anthropic Messages request body (see [`body`]).
+#[derive(Debug, Serialize)]
+pub struct AnthropicBody<'a> {
+    model: &'a str,
+    messages: Vec<Turn<'a>>,
+    max_tokens: u64,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    system: Option<[SystemBlock<'a>; 1]>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<AnthropicTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thinking: Option<ThinkingOptions>,
+    /// Widened the way a JSON value holds it, so the number sent is the same either way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+}
+
+/// One message of the conversation on the wire.
+#[derive(Debug, Serialize)]
+struct Turn<'a> {
+    role: &'static str,
+    content: Vec<Block<'a>>,
+}
+
+impl Turn<'_> {
+    /// A user turn holding only tool results (where the next result joins).
+    fn is_tool_results(&self) -> bool {
+        self.role == "user" && self.content.iter().all(|b| matches!(b, Block::ToolResult { .. }))
     }
-    body
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum Block<'a> {
+    Text {
+        text: Cow<'a, str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    Image {
+        source: ImageSource<'a>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+    Thinking {
+        thinking: &'a str,
+        signature: &'a str,
+    },
+    RedactedThinking {
+        data: &'a str,
+    },
+    ToolUse {
+        id: Cow<'a, str>,
+        name: &'a str,
+        input: ToolInput<'a>,
+    },
+    ToolResult {
+        tool_use_id: Cow<'a, str>,
+        content: Vec<Block<'a>>,
+        is_error: bool,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    },
+}
+
+impl<'a> Block<'a> {
+    fn text(text: Cow<'a, str>) -> Self {
+        Self::Text { text, cache_control: None }
+    }
+
+    fn is_thinking(&self) -> bool {
+        matches!(self, Self::Thinking { .. } | Self::RedactedThinking { .. })
+    }
+}
+
+#[derive(Debug, Serialize)]
+struct ImageSource<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    media_type: &'a str,
+    data: &'a str,
+}
+
+/// A tool call's arguments: an object as recorded, or `{}` for anything else.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum ToolInput<'a> {
+    Given(&'a Value),
+    Empty(EmptyObject),
+}
+
+#[derive(Debug, Serialize)]
+struct EmptyObject {}
+
+#[derive(Debug, Clone, Copy, Serialize)]
+struct CacheControl {
+    #[serde(rename = "type")]
+    kind: &'static str,
+}
+
+impl CacheControl {
+    const EPHEMERAL: Self = Self { kind: "ephemeral" };
+}
+
+#[derive(Debug, Serialize)]
+struct SystemBlock<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: &'a str,
+    cache_control: CacheControl,
+}
+
+#[derive(Debug, Serialize)]
+struct AnthropicTool<'a> {
+    name: &'a str,
+    description: &'a str,
+    input_schema: &'a Value,
+}
+
+#[derive(Debug, Serialize)]
+struct ThinkingOptions {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    budget_tokens: u64,
 }
 
 /// The smallest thinking budget the API accepts, and the room always left for the answer.
@@ -175,48 +306,40 @@ pub fn output_limits(
 
 /// True when the request continues an assistant turn (the last message holds tool results)
 /// and that turn's assistant message does not start with a thinking block.
-fn continues_turn_without_thinking(messages: &[Value]) -> bool {
+fn continues_turn_without_thinking(messages: &[Turn<'_>]) -> bool {
     let [.., assistant, last] = messages else { return false };
-    if !is_tool_result_turn(last) || assistant["role"] != "assistant" {
+    if !last.is_tool_results() || assistant.role != "assistant" {
         return false;
     }
-    let first = assistant["content"].as_array().and_then(|blocks| blocks.first());
-    !first.is_some_and(|block| {
-        matches!(block["type"].as_str(), Some("thinking" | "redacted_thinking"))
-    })
-}
-
-fn is_tool_result_turn(message: &Value) -> bool {
-    message["role"] == "user"
-        && message["content"]
-            .as_array()
-            .is_some_and(|items| items.iter().all(|item| item["type"] == "tool_result"))
+    !assistant.content.first().is_some_and(Block::is_thinking)
 }
 
 /// Asks Anthropic to cache the conversation up to the last user turn.
-fn mark_cache_breakpoint(messages: &mut [Value]) {
-    let last_user = messages.iter_mut().rev().find(|m| m["role"] == "user");
-    if let Some(block) =
-        last_user.and_then(|m| m["content"].as_array_mut()).and_then(|content| content.last_mut())
+fn mark_cache_breakpoint(messages: &mut [Turn<'_>]) {
+    let last_user = messages.iter_mut().rev().find(|m| m.role == "user");
+    // A user turn holds only text, images and tool results.
+    if let Some(
+        Block::Text { cache_control, .. }
+        | Block::Image { cache_control, .. }
+        | Block::ToolResult { cache_control, .. },
+    ) = last_user.and_then(|m| m.content.last_mut())
     {
-        block["cache_control"] = json!({"type": "ephemeral"});
+        *cache_control = Some(CacheControl::EPHEMERAL);
     }
 }
 
 /// A user or tool-result block; whitespace-only text is left out (the API rejects text blocks
 /// without non-whitespace text).
-fn user_block(block: &ContentBlock, images: bool) -> Option<Value> {
+fn user_block(block: &ContentBlock, images: bool) -> Option<Block<'_>> {
     match block {
         ContentBlock::Text { text } if !text.trim().is_empty() => {
-            Some(json!({"type": "text", "text": text}))
+            Some(Block::text(Cow::Borrowed(text)))
         }
-        ContentBlock::Image { .. } if !images => {
-            Some(json!({"type": "text", "text": IMAGE_OMITTED}))
-        }
-        ContentBlock::Image { data, mime_type } => Some(json!({
-            "type": "image",
-            "source": {"type": "base64", "media_type": mime_type, "data": data},
-        })),
+        ContentBlock::Image { .. } if !images => Some(Block::text(Cow::Borrowed(IMAGE_OMITTED))),
+        ContentBlock::Image { data, mime_type } => Some(Block::Image {
+            source: ImageSource { kind: "base64", media_type: mime_type, data },
+            cache_control: None,
+        }),
         _ => None,
     }
 }

@@ -14,9 +14,7 @@ use crate::provider::{
 use crate::registry::Environment;
 use crate::retry::RetryPolicy;
 use crate::whole_reply;
-use crate::wire::{
-    Decoder, Step, auth_headers, endpoint, request_body_with, sse_events, unterminated,
-};
+use crate::wire::{Decoder, Step, auth_headers, encode_body, endpoint, sse_events, unterminated};
 use bytes::Bytes;
 use futures::channel::mpsc;
 use futures::{SinkExt, StreamExt};
@@ -119,7 +117,11 @@ impl Inner {
         let model = request.model.clone();
         let url = endpoint(model.api, &self.settings.base_url);
         let compat = self.compat(&model);
-        let body = match serde_json::to_vec(&request_body_with(&request, &compat)) {
+        let encoded = encode_body(&request, &compat);
+        // The history is let go as soon as it is on the wire's bytes, so the harness can
+        // append to it without copying it.
+        drop(request.context);
+        let body = match encoded {
             Ok(body) => Bytes::from(body),
             Err(error) => {
                 let message = MessageBuilder::new(&model, now_ms())

@@ -2,7 +2,7 @@
 //! DeepSeek, Ollama, llama.cpp, vLLM and LM Studio.
 
 use crate::assemble::MessageBuilder;
-use crate::compat::Compat;
+use crate::compat::{Compat, MaxTokensField};
 use crate::failure::Failure;
 use crate::history::{IMAGE_OMITTED, data_url, is_native, should_replay, thinking_as_text};
 use crate::ids::wire_tool_call_id;
@@ -10,28 +10,35 @@ use crate::provider::ProviderRequest;
 use crate::wire::Step;
 use rein_protocol::message::{ContentBlock, Message, StopReason, Usage};
 use rein_protocol::model::{Api, ModelInfo, ThinkingLevel};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::borrow::Cow;
 
-/// The request body for `POST {base_url}/chat/completions`.
+/// The request body for `POST {base_url}/chat/completions`, as a JSON value (for tests and
+/// tools that inspect it; requests are sent from [`body`]).
 pub fn request_body(request: &ProviderRequest, compat: &Compat) -> Value {
+    serde_json::to_value(body(request, compat)).unwrap_or_default()
+}
+
+/// The request body for `POST {base_url}/chat/completions`, borrowing the request: it is
+/// serialized straight from the history, with no JSON tree built in between.
+pub fn body<'a>(request: &'a ProviderRequest, compat: &Compat) -> ChatBody<'a> {
     let model = &request.model;
-    let mut messages = Vec::new();
+    let mut messages = Vec::with_capacity(request.context.messages.len() + 1);
     if !request.context.system_prompt.is_empty() {
-        messages.push(json!({"role": "system", "content": request.context.system_prompt}));
+        messages.push(ChatMessage::System { content: &request.context.system_prompt });
     }
     // Images from tool results travel in a user message after the run of tool messages (a
     // tool message cannot hold images, and nothing may come between the tool messages).
-    let mut tool_images: Vec<Value> = Vec::new();
-    for message in &request.context.messages {
+    let mut tool_images: Vec<ChatPart<'a>> = Vec::new();
+    for message in request.context.messages.iter() {
         if !matches!(message, Message::ToolResult(_)) {
             flush_tool_images(&mut tool_images, &mut messages);
         }
         match message {
             Message::User(user) => {
-                messages.push(
-                    json!({"role": "user", "content": user_content(&user.content, model.images)}),
-                );
+                messages
+                    .push(ChatMessage::User { content: user_content(&user.content, model.images) });
             }
             Message::Assistant(assistant) => {
                 if !should_replay(assistant) {
@@ -54,35 +61,38 @@ pub fn request_body(request: &ProviderRequest, compat: &Compat) -> Value {
                                 text.push('\n');
                             }
                         }
-                        ContentBlock::ToolCall(call) => tool_calls.push(json!({
-                            "id": wire_tool_call_id(Api::OpenAiChat, &call.id),
-                            "type": "function",
-                            "function": {"name": call.name, "arguments": arguments_text(&call.arguments)},
-                        })),
+                        ContentBlock::ToolCall(call) => tool_calls.push(ChatToolCall {
+                            id: wire_tool_call_id(Api::OpenAiChat, &call.id),
+                            kind: "function",
+                            function: ChatFunction {
+                                name: &call.name,
+                                arguments: arguments_text(&call.arguments),
+                            },
+                        }),
                         ContentBlock::Image { .. } => {}
                     }
                 }
-                let mut entry = json!({"role": "assistant"});
-                entry["content"] = if text.is_empty() { Value::Null } else { Value::String(text) };
-                if !tool_calls.is_empty() {
-                    entry["tool_calls"] = Value::Array(tool_calls);
-                    // The model's own reasoning goes back on its tool-calling turns (an empty
-                    // string when there was none: the field itself is required).
-                    if compat.reasoning_content {
-                        entry["reasoning_content"] = Value::String(reasoning);
-                    }
-                } else if entry["content"].is_null() {
+                let content = (!text.is_empty()).then_some(text);
+                if tool_calls.is_empty() && content.is_none() {
                     continue;
                 }
-                messages.push(entry);
+                // The model's own reasoning goes back on its tool-calling turns (an empty
+                // string when there was none: the field itself is required).
+                let reasoning_content =
+                    (!tool_calls.is_empty() && compat.reasoning_content).then_some(reasoning);
+                let tool_calls = (!tool_calls.is_empty()).then_some(tool_calls);
+                messages.push(ChatMessage::Assistant { content, tool_calls, reasoning_content });
             }
             Message::ToolResult(result) => {
                 let text = result.text();
-                messages.push(json!({
-                    "role": "tool",
-                    "tool_call_id": wire_tool_call_id(Api::OpenAiChat, &result.tool_call_id),
-                    "content": if text.is_empty() { "(no output)".to_string() } else { text },
-                }));
+                messages.push(ChatMessage::Tool {
+                    tool_call_id: wire_tool_call_id(Api::OpenAiChat, &result.tool_call_id),
+                    content: if text.is_empty() {
+                        Cow::Borrowed("(no output)")
+                    } else {
+                        Cow::Owned(text)
+                    },
+                });
                 if model.images {
                     tool_images.extend(result.content.iter().filter_map(image_part));
                 }
@@ -90,38 +100,130 @@ pub fn request_body(request: &ProviderRequest, compat: &Compat) -> Value {
         }
     }
     flush_tool_images(&mut tool_images, &mut messages);
-    let mut body = json!({
-        "model": model.id,
-        "messages": messages,
-        "stream": true,
+    let tools = request.context.tools.iter().map(|tool| ChatTool {
+        kind: "function",
+        function: ChatToolFunction {
+            name: &tool.name,
+            description: &tool.description,
+            parameters: &tool.parameters,
+        },
     });
-    if compat.stream_usage {
-        body["stream_options"] = json!({"include_usage": true});
+    let max_tokens = request.options.max_tokens.map(|max| clamp_output(max, model));
+    let (max_tokens, max_completion_tokens) = match compat.max_tokens_field {
+        MaxTokensField::MaxTokens => (max_tokens, None),
+        MaxTokensField::MaxCompletionTokens => (None, max_tokens),
+    };
+    let reasoning_effort = (model.reasoning
+        && request.options.thinking != ThinkingLevel::Off
+        && compat.reasoning_effort)
+        .then(|| effort(request.options.thinking));
+    ChatBody {
+        model: &model.id,
+        messages,
+        stream: true,
+        stream_options: compat.stream_usage.then_some(StreamUsage { include_usage: true }),
+        tools: tools.collect(),
+        max_tokens,
+        max_completion_tokens,
+        temperature: request.options.temperature.map(f64::from),
+        reasoning_effort,
     }
-    if !request.context.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .context
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({"type": "function", "function": {
-                    "name": tool.name, "description": tool.description, "parameters": tool.parameters,
-                }})
-            })
-            .collect();
-        body["tools"] = Value::Array(tools);
-    }
-    if let Some(max) = request.options.max_tokens {
-        body[compat.max_tokens_field.as_str()] = json!(clamp_output(max, model));
-    }
-    if let Some(temperature) = request.options.temperature {
-        body["temperature"] = json!(temperature);
-    }
-    if model.reasoning && request.options.thinking != ThinkingLevel::Off && compat.reasoning_effort
-    {
-        body["reasoning_effort"] = json!(effort(request.options.thinking));
-    }
-    body
+}
+
+/// A Chat Completions request body (see [`body`]).
+#[derive(Debug, Serialize)]
+pub struct ChatBody<'a> {
+    model: &'a str,
+    messages: Vec<ChatMessage<'a>>,
+    stream: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stream_options: Option<StreamUsage>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<ChatTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_tokens: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_completion_tokens: Option<u64>,
+    /// Widened the way a JSON value holds it, so the number sent is the same either way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning_effort: Option<&'static str>,
+}
+
+#[derive(Debug, Serialize)]
+struct StreamUsage {
+    include_usage: bool,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "role", rename_all = "lowercase")]
+enum ChatMessage<'a> {
+    System {
+        content: &'a str,
+    },
+    User {
+        content: UserContent<'a>,
+    },
+    Assistant {
+        /// `null` when the turn has only tool calls.
+        content: Option<String>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        tool_calls: Option<Vec<ChatToolCall<'a>>>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<String>,
+    },
+    Tool {
+        tool_call_id: Cow<'a, str>,
+        content: Cow<'a, str>,
+    },
+}
+
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum UserContent<'a> {
+    Text(&'a str),
+    Parts(Vec<ChatPart<'a>>),
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum ChatPart<'a> {
+    Text { text: &'a str },
+    ImageUrl { image_url: ImageUrl },
+}
+
+#[derive(Debug, Serialize)]
+struct ImageUrl {
+    url: String,
+}
+
+#[derive(Debug, Serialize)]
+struct ChatToolCall<'a> {
+    id: Cow<'a, str>,
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: ChatFunction<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct ChatFunction<'a> {
+    name: &'a str,
+    arguments: Cow<'a, str>,
+}
+
+#[derive(Debug, Serialize)]
+struct ChatTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    function: ChatToolFunction<'a>,
+}
+
+#[derive(Debug, Serialize)]
+struct ChatToolFunction<'a> {
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
 }
 
 /// An output token cap within the model's limit (servers reject a larger one), at least 1.
@@ -142,44 +244,42 @@ pub fn effort(level: ThinkingLevel) -> &'static str {
 
 /// Tool-call arguments as the JSON text the wire wants (a string kept from a malformed call
 /// goes back exactly as the model wrote it).
-pub fn arguments_text(arguments: &Value) -> String {
+pub fn arguments_text(arguments: &Value) -> Cow<'_, str> {
     match arguments {
-        Value::String(raw) => raw.clone(),
-        other => other.to_string(),
+        Value::String(raw) => Cow::Borrowed(raw),
+        other => Cow::Owned(other.to_string()),
     }
 }
 
-fn user_content(blocks: &[ContentBlock], images: bool) -> Value {
+fn user_content(blocks: &[ContentBlock], images: bool) -> UserContent<'_> {
     if let [ContentBlock::Text { text }] = blocks {
-        return Value::String(text.clone());
+        return UserContent::Text(text);
     }
-    let parts: Vec<Value> = blocks
+    let parts = blocks
         .iter()
         .filter_map(|block| match block {
-            ContentBlock::Text { text } => Some(json!({"type": "text", "text": text})),
-            ContentBlock::Image { .. } if !images => {
-                Some(json!({"type": "text", "text": IMAGE_OMITTED}))
-            }
+            ContentBlock::Text { text } => Some(ChatPart::Text { text }),
+            ContentBlock::Image { .. } if !images => Some(ChatPart::Text { text: IMAGE_OMITTED }),
             ContentBlock::Image { .. } => image_part(block),
             _ => None,
         })
         .collect();
-    Value::Array(parts)
+    UserContent::Parts(parts)
 }
 
-fn flush_tool_images(images: &mut Vec<Value>, messages: &mut Vec<Value>) {
+fn flush_tool_images<'a>(images: &mut Vec<ChatPart<'a>>, messages: &mut Vec<ChatMessage<'a>>) {
     if images.is_empty() {
         return;
     }
-    let mut parts = vec![json!({"type": "text", "text": "Images returned by the tools:"})];
+    let mut parts = vec![ChatPart::Text { text: "Images returned by the tools:" }];
     parts.append(images);
-    messages.push(json!({"role": "user", "content": parts}));
+    messages.push(ChatMessage::User { content: UserContent::Parts(parts) });
 }
 
-fn image_part(block: &ContentBlock) -> Option<Value> {
+fn image_part(block: &ContentBlock) -> Option<ChatPart<'_>> {
     match block {
         ContentBlock::Image { data, mime_type } => {
-            Some(json!({"type": "image_url", "image_url": {"url": data_url(mime_type, data)}}))
+            Some(ChatPart::ImageUrl { image_url: ImageUrl { url: data_url(mime_type, data) } })
         }
         _ => None,
     }

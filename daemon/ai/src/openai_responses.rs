@@ -15,21 +15,31 @@ use crate::provider::{ProviderErrorKind, ProviderRequest};
 use crate::wire::Step;
 use rein_protocol::message::{ContentBlock, Message, StopReason, Usage};
 use rein_protocol::model::{Api, ThinkingLevel};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
 
-/// The request body for `POST {base_url}/responses`.
+/// The request body for `POST {base_url}/responses`, as a JSON value (for tests and tools
+/// that inspect it; requests are sent from [`body`]).
 pub fn request_body(request: &ProviderRequest, compat: &Compat) -> Value {
+    serde_json::to_value(body(request, compat)).unwrap_or_default()
+}
+
+/// The request body for `POST {base_url}/responses`, borrowing the request: it is serialized
+/// straight from the history, with no JSON tree built in between.
+pub fn body<'a>(request: &'a ProviderRequest, compat: &Compat) -> ResponsesBody<'a> {
     let model = &request.model;
-    let mut input = Vec::new();
-    for message in &request.context.messages {
+    let mut input = Vec::with_capacity(request.context.messages.len());
+    for message in request.context.messages.iter() {
         match message {
             Message::User(user) => {
-                let content: Vec<Value> = user
+                let content = user
                     .content
                     .iter()
                     .filter_map(|block| input_part(block, model.images))
                     .collect();
-                input.push(json!({"role": "user", "content": content}));
+                input.push(InputItem::User(UserItem { role: "user", content }));
             }
             Message::Assistant(assistant) => {
                 if !should_replay(assistant) {
@@ -40,52 +50,40 @@ pub fn request_body(request: &ProviderRequest, compat: &Compat) -> Value {
                 // replayed with its `encrypted_content`, and a function call may name its
                 // `fc_…` item only next to the reasoning items that produced it (without
                 // reasoning the id serves nothing, so it is left out).
-                let reasoning: Vec<bool> = assistant
+                let reasoning: Vec<Option<&RawValue>> = assistant
                     .content
                     .iter()
                     .filter_map(|block| match block {
-                        ContentBlock::Thinking { signature, .. } => {
-                            Some(native && replayable_reasoning(signature.as_deref()).is_some())
-                        }
+                        ContentBlock::Thinking { signature, .. } => Some(
+                            signature.as_deref().filter(|_| native).and_then(replayable_reasoning),
+                        ),
                         _ => None,
                     })
                     .collect();
                 let all_reasoning_replayed =
-                    !reasoning.is_empty() && reasoning.iter().all(|replayed| *replayed);
+                    !reasoning.is_empty() && reasoning.iter().all(Option::is_some);
+                let mut reasoning = reasoning.into_iter();
                 for block in &assistant.content {
                     match block {
-                        ContentBlock::Text { text } if !text.is_empty() => input.push(json!({
-                            "type": "message", "role": "assistant",
-                            "content": [{"type": "output_text", "text": text}],
-                        })),
-                        ContentBlock::Thinking { thinking, signature, redacted } => {
-                            let item = signature
-                                .as_deref()
-                                .filter(|_| native)
-                                .and_then(|s| replayable_reasoning(Some(s)));
-                            if let Some(item) = item {
-                                input.push(item);
+                        ContentBlock::Text { text } if !text.is_empty() => {
+                            input.push(InputItem::assistant_text(Cow::Borrowed(text)));
+                        }
+                        ContentBlock::Thinking { thinking, redacted, .. } => {
+                            if let Some(item) = reasoning.next().flatten() {
+                                input.push(InputItem::Reasoning(item));
                             } else if let Some(text) = thinking_as_text(thinking, *redacted) {
-                                input.push(json!({
-                                    "type": "message", "role": "assistant",
-                                    "content": [{"type": "output_text", "text": text}],
-                                }));
+                                input.push(InputItem::assistant_text(Cow::Owned(text)));
                             }
                         }
                         ContentBlock::ToolCall(call) => {
                             let (call_id, item_id) = split_call_id(&call.id);
-                            let mut item = json!({
-                                "type": "function_call",
-                                "call_id": wire_tool_call_id(Api::OpenAiResponses, call_id),
-                                "name": call.name,
-                                "arguments": arguments_text(&call.arguments),
-                            });
-                            if let Some(item_id) =
-                                item_id.filter(|_| native && all_reasoning_replayed)
-                            {
-                                item["id"] = json!(item_id);
-                            }
-                            input.push(item);
+                            input.push(InputItem::FunctionCall(FunctionCallItem {
+                                kind: "function_call",
+                                call_id: wire_tool_call_id(Api::OpenAiResponses, call_id),
+                                name: &call.name,
+                                arguments: arguments_text(&call.arguments),
+                                id: item_id.filter(|_| native && all_reasoning_replayed),
+                            }));
                         }
                         _ => {}
                     }
@@ -93,15 +91,19 @@ pub fn request_body(request: &ProviderRequest, compat: &Compat) -> Value {
             }
             Message::ToolResult(result) => {
                 let text = result.text();
-                input.push(json!({
-                    "type": "function_call_output",
-                    "call_id": wire_tool_call_id(
+                input.push(InputItem::FunctionCallOutput(FunctionCallOutputItem {
+                    kind: "function_call_output",
+                    call_id: wire_tool_call_id(
                         Api::OpenAiResponses,
                         split_call_id(&result.tool_call_id).0,
                     ),
-                    "output": if text.is_empty() { "(no output)".to_string() } else { text },
+                    output: if text.is_empty() {
+                        Cow::Borrowed("(no output)")
+                    } else {
+                        Cow::Owned(text)
+                    },
                 }));
-                let images: Vec<Value> = result
+                let images: Vec<InputPart<'a>> = result
                     .content
                     .iter()
                     .filter(|b| matches!(b, ContentBlock::Image { .. }))
@@ -109,59 +111,167 @@ pub fn request_body(request: &ProviderRequest, compat: &Compat) -> Value {
                     .collect();
                 if !images.is_empty() && model.images {
                     let mut content =
-                        vec![json!({"type": "input_text", "text": "Images returned by the tool:"})];
+                        vec![InputPart::InputText { text: "Images returned by the tool:" }];
                     content.extend(images);
-                    input.push(json!({"role": "user", "content": content}));
+                    input.push(InputItem::User(UserItem { role: "user", content }));
                 }
             }
         }
     }
-    let mut body = json!({
-        "model": model.id,
-        "input": input,
-        "stream": true,
-        "store": false,
-    });
-    if !request.context.system_prompt.is_empty() {
-        body["instructions"] = json!(request.context.system_prompt);
-    }
-    if !request.context.tools.is_empty() {
-        let tools: Vec<Value> = request
+    let system_prompt = &request.context.system_prompt;
+    let reasoning = (model.reasoning
+        && request.options.thinking != ThinkingLevel::Off
+        && compat.reasoning_effort)
+        .then(|| ReasoningOptions { effort: effort(request.options.thinking), summary: "auto" });
+    ResponsesBody {
+        model: &model.id,
+        input,
+        stream: true,
+        store: false,
+        instructions: (!system_prompt.is_empty()).then_some(system_prompt.as_str()),
+        tools: request
             .context
             .tools
             .iter()
-            .map(|tool| {
-                json!({"type": "function", "name": tool.name, "description": tool.description,
-                    "parameters": tool.parameters})
+            .map(|tool| ResponsesTool {
+                kind: "function",
+                name: &tool.name,
+                description: &tool.description,
+                parameters: &tool.parameters,
             })
-            .collect();
-        body["tools"] = Value::Array(tools);
+            .collect(),
+        max_output_tokens: request.options.max_tokens.map(|max| clamp_output(max, model)),
+        temperature: request.options.temperature.map(f64::from),
+        // Always asked for, whatever the thinking level: a model that reasons by default (and
+        // models the catalog does not know) still returns reasoning items, and with
+        // `store: false` only their encrypted content lets them be replayed.
+        include: ["reasoning.encrypted_content"],
+        reasoning,
     }
-    if let Some(max) = request.options.max_tokens {
-        body["max_output_tokens"] = json!(clamp_output(max, model));
+}
+
+/// A Responses request body (see [`body`]).
+#[derive(Debug, Serialize)]
+pub struct ResponsesBody<'a> {
+    model: &'a str,
+    input: Vec<InputItem<'a>>,
+    stream: bool,
+    store: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    instructions: Option<&'a str>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tools: Vec<ResponsesTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_output_tokens: Option<u64>,
+    /// Widened the way a JSON value holds it, so the number sent is the same either way.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    temperature: Option<f64>,
+    include: [&'static str; 1],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    reasoning: Option<ReasoningOptions>,
+}
+
+#[derive(Debug, Serialize)]
+struct ReasoningOptions {
+    effort: &'static str,
+    summary: &'static str,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+enum InputItem<'a> {
+    User(UserItem<'a>),
+    AssistantText(AssistantTextItem<'a>),
+    /// A stored reasoning item, sent back exactly as it was received.
+    Reasoning(&'a RawValue),
+    FunctionCall(FunctionCallItem<'a>),
+    FunctionCallOutput(FunctionCallOutputItem<'a>),
+}
+
+impl<'a> InputItem<'a> {
+    fn assistant_text(text: Cow<'a, str>) -> Self {
+        Self::AssistantText(AssistantTextItem {
+            kind: "message",
+            role: "assistant",
+            content: [OutputText { kind: "output_text", text }],
+        })
     }
-    if let Some(temperature) = request.options.temperature {
-        body["temperature"] = json!(temperature);
-    }
-    // Always asked for, whatever the thinking level: a model that reasons by default (and
-    // models the catalog does not know) still returns reasoning items, and with
-    // `store: false` only their encrypted content lets them be replayed.
-    body["include"] = json!(["reasoning.encrypted_content"]);
-    if model.reasoning && request.options.thinking != ThinkingLevel::Off && compat.reasoning_effort
-    {
-        body["reasoning"] = json!({"effort": effort(request.options.thinking), "summary": "auto"});
-    }
-    body
+}
+
+#[derive(Debug, Serialize)]
+struct UserItem<'a> {
+    role: &'static str,
+    content: Vec<InputPart<'a>>,
+}
+
+#[derive(Debug, Serialize)]
+struct AssistantTextItem<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    role: &'static str,
+    content: [OutputText<'a>; 1],
+}
+
+#[derive(Debug, Serialize)]
+struct OutputText<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    text: Cow<'a, str>,
+}
+
+#[derive(Debug, Serialize)]
+struct FunctionCallItem<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    call_id: Cow<'a, str>,
+    name: &'a str,
+    arguments: Cow<'a, str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a str>,
+}
+
+#[derive(Debug, Serialize)]
+struct FunctionCallOutputItem<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    call_id: Cow<'a, str>,
+    output: Cow<'a, str>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+enum InputPart<'a> {
+    InputText { text: &'a str },
+    InputImage { image_url: String },
+}
+
+#[derive(Debug, Serialize)]
+struct ResponsesTool<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    name: &'a str,
+    description: &'a str,
+    parameters: &'a Value,
+}
+
+/// The fields of a stored reasoning item that decide whether it can be replayed.
+#[derive(Deserialize)]
+struct StoredReasoning<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow)]
+    encrypted_content: Option<Cow<'a, str>>,
 }
 
 /// The stored reasoning item to send back, when it carries the `encrypted_content` a
 /// stateless (`store: false`) request needs; an item without it names an id the server has
-/// not kept ("Item with id 'rs_…' not found").
-fn replayable_reasoning(signature: Option<&str>) -> Option<Value> {
-    let item: Value = serde_json::from_str(signature?).ok()?;
-    let encrypted = item.get("encrypted_content").and_then(Value::as_str)?;
-    (item.get("type").and_then(Value::as_str) == Some("reasoning") && !encrypted.is_empty())
-        .then_some(item)
+/// not kept ("Item with id 'rs_…' not found"). The item is checked, not rebuilt: it goes back
+/// as the text it was stored as.
+fn replayable_reasoning(signature: &str) -> Option<&RawValue> {
+    let item: StoredReasoning<'_> = serde_json::from_str(signature).ok()?;
+    let replayable = item.kind.as_deref() == Some("reasoning")
+        && item.encrypted_content.is_some_and(|encrypted| !encrypted.is_empty());
+    replayable.then(|| serde_json::from_str::<&RawValue>(signature).ok()).flatten()
 }
 
 /// Splits a stored Responses tool-call id, `call_id|item_id`, into its call id and the
@@ -180,14 +290,12 @@ pub fn split_call_id(id: &str) -> (&str, Option<&str>) {
     }
 }
 
-fn input_part(block: &ContentBlock, images: bool) -> Option<Value> {
+fn input_part(block: &ContentBlock, images: bool) -> Option<InputPart<'_>> {
     match block {
-        ContentBlock::Text { text } => Some(json!({"type": "input_text", "text": text})),
-        ContentBlock::Image { .. } if !images => {
-            Some(json!({"type": "input_text", "text": IMAGE_OMITTED}))
-        }
+        ContentBlock::Text { text } => Some(InputPart::InputText { text }),
+        ContentBlock::Image { .. } if !images => Some(InputPart::InputText { text: IMAGE_OMITTED }),
         ContentBlock::Image { data, mime_type } => {
-            Some(json!({"type": "input_image", "image_url": data_url(mime_type, data)}))
+            Some(InputPart::InputImage { image_url: data_url(mime_type, data) })
         }
         _ => None,
     }

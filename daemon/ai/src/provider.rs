@@ -4,17 +4,22 @@ use futures::stream::BoxStream;
 use rein_protocol::event::AssistantDelta;
 use rein_protocol::message::{AssistantMessage, Message, ToolDefinition};
 use rein_protocol::model::{ModelInfo, ThinkingLevel};
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// What the model is asked: the system prompt, the history and the tools it may call.
+///
+/// The history and the tools are shared, not owned: a harness hands the request the same
+/// history it keeps between turns (appending later copies it only if a request still holds it)
+/// and the tool definitions it built once, so a request costs no copy of either.
 #[derive(Debug, Clone, Default)]
 pub struct RequestContext {
     /// The system prompt.
     pub system_prompt: String,
     /// The conversation so far.
-    pub messages: Vec<Message>,
+    pub messages: Arc<Vec<Message>>,
     /// Tools the model may call.
-    pub tools: Vec<ToolDefinition>,
+    pub tools: Arc<[ToolDefinition]>,
 }
 
 /// Per-request options.

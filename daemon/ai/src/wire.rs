@@ -49,6 +49,16 @@ pub fn request_body_with(request: &ProviderRequest, compat: &Compat) -> Value {
     }
 }
 
+/// The request body for the model's API, serialized straight from the request's history (no
+/// JSON tree in between): what is sent.
+pub fn encode_body(request: &ProviderRequest, compat: &Compat) -> serde_json::Result<Vec<u8>> {
+    match request.model.api {
+        Api::OpenAiChat => serde_json::to_vec(&openai_chat::body(request, compat)),
+        Api::OpenAiResponses => serde_json::to_vec(&openai_responses::body(request, compat)),
+        Api::Anthropic => serde_json::to_vec(&anthropic::body(request, compat)),
+    }
+}
+
 /// The headers that carry the API key (and the API version, for Anthropic).
 pub fn auth_headers(api: Api, key: Option<&str>) -> Vec<(&'static str, String)> {
     let mut headers = Vec::new();
@@ -188,6 +198,7 @@ mod tests {
     use rein_protocol::model::{ModelCost, ThinkingLevel};
     use serde_json::json;
     use std::convert::Infallible;
+    use std::sync::Arc;
 
     fn model(api: Api) -> ModelInfo {
         ModelInfo {
@@ -414,8 +425,9 @@ mod tests {
                         details: None,
                         timestamp: 0,
                     }),
-                ],
-                tools: vec![],
+                ]
+                .into(),
+                tools: Arc::from([]),
             },
             options: StreamOptions::default(),
         }
@@ -492,7 +504,9 @@ mod tests {
     fn anthropic_tool_results_of_only_whitespace_are_sent_as_no_output() {
         let model = model(Api::Anthropic);
         let mut request = tool_loop(&model, vec![bash_call("toolu_1")]);
-        if let Some(Message::ToolResult(result)) = request.context.messages.last_mut() {
+        if let Some(Message::ToolResult(result)) =
+            Arc::make_mut(&mut request.context.messages).last_mut()
+        {
             result.content = vec![ContentBlock::text("  \n")];
         }
         let body = request_body(&request);

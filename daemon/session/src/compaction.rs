@@ -11,11 +11,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use rein_ai::Provider;
 use rein_protocol::event::CompactionReason;
-use rein_protocol::message::{ContentBlock, Message, StopReason, Usage};
+use rein_protocol::message::{ContentBlock, Message, Usage};
 use rein_protocol::model::ModelInfo;
 use rein_protocol::{EntryKind, SessionEntry};
 use tokio_util::sync::CancellationToken;
 
+use crate::context_tally::{ContextTally, reported_tokens};
 use crate::error::SessionError;
 use crate::ids::new_entry_id;
 use crate::repair::PathMessage;
@@ -108,16 +109,12 @@ pub fn estimate_tokens(message: &Message) -> u64 {
 /// assistant message at or after `trust_usage_from`, plus an estimate for the messages after
 /// it; an estimate of everything when no such usage exists.
 pub fn context_tokens(messages: &[Message], trust_usage_from: usize) -> u64 {
-    let reported =
-        messages.iter().enumerate().skip(trust_usage_from).rev().find_map(|(i, m)| match m {
-            Message::Assistant(a)
-                if a.usage.context_tokens() > 0
-                    && !matches!(a.stop_reason, StopReason::Error | StopReason::Aborted) =>
-            {
-                Some((i, a.usage.context_tokens()))
-            }
-            _ => None,
-        });
+    let reported = messages
+        .iter()
+        .enumerate()
+        .skip(trust_usage_from)
+        .rev()
+        .find_map(|(i, m)| reported_tokens(m).map(|tokens| (i, tokens)));
     match reported {
         Some((i, tokens)) => tokens + messages[i + 1..].iter().map(estimate_tokens).sum::<u64>(),
         None => messages.iter().map(estimate_tokens).sum(),
@@ -366,7 +363,31 @@ pub struct Compacted {
 impl Session {
     /// Context tokens of the messages the next request sends (see [`context_tokens`]); usage
     /// reported before the compaction in force is not trusted.
+    /// Kept up to date as entries are appended, so asking before every request costs only
+    /// the entries since the last time.
     pub fn context_tokens(&self) -> u64 {
+        let leaf = self.leaf_id();
+        let mut tally = self.context_tally();
+        if let Some(tokens) = tally.as_ref().and_then(|tally| tally.tokens_at(leaf)) {
+            return tokens;
+        }
+        let tokens = self.context_tokens_of_path();
+        let path = self.tree().active_path();
+        let entries = crate::replay::context_entries(&path);
+        *tally = ContextTally::start(
+            leaf,
+            tokens,
+            entries.iter().filter_map(|entry| match &entry.kind {
+                EntryKind::Message { message } => Some(Some(message)),
+                EntryKind::BranchSummary { .. } | EntryKind::Compaction { .. } => Some(None),
+                _ => None,
+            }),
+        );
+        tokens
+    }
+
+    /// [`Session::context_tokens`] computed from the whole active path.
+    fn context_tokens_of_path(&self) -> u64 {
         let replay = self.replay();
         let trust_from = match &replay.compaction {
             Some(compaction) => {
@@ -524,7 +545,7 @@ mod tests {
     use crate::summarize::tests::{ScriptedProvider, model_info, reply};
     use futures::executor::block_on;
     use rein_ai::{ProviderErrorKind, ProviderRequest, RequestContext, StreamOptions};
-    use rein_protocol::message::{ToolResultMessage, UserMessage};
+    use rein_protocol::message::{StopReason, ToolResultMessage, UserMessage};
 
     fn user_text(chars: usize, tag: &str) -> Message {
         Message::User(UserMessage::text(format!("{tag}{}", "u".repeat(chars - tag.len())), 0))
@@ -608,6 +629,55 @@ mod tests {
             timestamp: 0,
         });
         assert_eq!(estimate_tokens(&image), IMAGE_TOKENS);
+    }
+
+    /// The tally kept along appends must give what a full replay gives, at every step: plain
+    /// appends, a reply with usage, open calls, a leaf move back, a compaction, and a result
+    /// out of place (which a replay rewrites).
+    #[test]
+    fn context_tokens_kept_along_appends_equal_a_full_replay() {
+        let (_dir, mut session, ids) = session_with(&conversation());
+        let check = |session: &Session| {
+            let kept = session.context_tokens();
+            assert_eq!(kept, session.context_tokens_of_path());
+            // Asked again at the same leaf it answers from the tally.
+            assert!(
+                session
+                    .context_tally()
+                    .as_ref()
+                    .is_none_or(|t| t.tokens_at(session.leaf_id()) == Some(kept))
+            );
+            kept
+        };
+        assert_eq!(check(&session), 5_000);
+        session.append_message(user_text(40, "more")).unwrap();
+        assert_eq!(check(&session), 5_010);
+        assert!(session.context_tally().is_some(), "an append keeps the tally");
+        session.append_message(assistant("a3", &["c3", "c4"]).message).unwrap();
+        let with_calls = check(&session);
+        session.append_message(tool_result("c3", 40)).unwrap();
+        assert_eq!(check(&session), with_calls + 10);
+        session.set_thinking_level(rein_protocol::model::ThinkingLevel::High).unwrap();
+        assert_eq!(check(&session), with_calls + 10);
+        session.append_message(tool_result("c4", 40)).unwrap();
+        session
+            .append_message(with_usage(
+                reply("ok", Usage::default(), StopReason::Stop).into_message(),
+                7_000,
+            ))
+            .unwrap();
+        assert_eq!(check(&session), 7_000);
+        // Back to an earlier leaf: counted afresh.
+        session.move_leaf(Some(&ids[3])).unwrap();
+        check(&session);
+        session.append_message(user_text(40, "branch")).unwrap();
+        check(&session);
+        // A result with no call: the replay drops it, so the tally gives up and recomputes.
+        session.append_message(tool_result("nowhere", 4_000)).unwrap();
+        check(&session);
+        assert!(session.context_tally().is_none(), "a rewritten context is not tallied");
+        session.append_message(user_text(40, "after")).unwrap();
+        check(&session);
     }
 
     #[test]
@@ -860,7 +930,11 @@ mod tests {
         let send = |messages: Vec<Message>| {
             let request = ProviderRequest {
                 model: model.clone(),
-                context: RequestContext { system_prompt: "sys".into(), messages, tools: vec![] },
+                context: RequestContext {
+                    system_prompt: "sys".into(),
+                    messages: messages.into(),
+                    tools: std::sync::Arc::from([]),
+                },
                 options: StreamOptions::default(),
             };
             block_on(crate::summarize::tests::final_event(provider.stream_request(request)))

@@ -9,6 +9,7 @@
 
 pub mod branch;
 pub mod compaction;
+mod context_tally;
 pub mod error;
 pub mod export;
 pub mod header;

@@ -2,8 +2,8 @@
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rein_protocol::entry::RepairAction;
 use rein_protocol::message::Message;
@@ -11,6 +11,7 @@ use rein_protocol::method::ApprovalPolicy;
 use rein_protocol::model::{ModelRef, ThinkingLevel};
 use rein_protocol::{EntryKind, SessionEntry};
 
+use crate::context_tally::ContextTally;
 use crate::error::SessionError;
 use crate::header::SessionHeader;
 use crate::ids::{new_entry_id, now_millis, now_rfc3339};
@@ -36,6 +37,8 @@ pub struct Session {
     file: SessionFile,
     tree: SessionTree,
     pub(crate) compaction_running: Arc<AtomicBool>,
+    /// The context's token count, moved along with every append (see [`ContextTally`]).
+    context_tally: Mutex<Option<ContextTally>>,
 }
 
 impl Session {
@@ -50,6 +53,7 @@ impl Session {
             file,
             tree: SessionTree::from_entries(entries),
             compaction_running: Arc::default(),
+            context_tally: Mutex::new(None),
         }
     }
 
@@ -128,6 +132,11 @@ impl Session {
         let written = self.append_entries(entries)?;
         tracing::info!(session = %self.header.id, count = actions.len(), "repaired session");
         Ok(LoadReport { actions, repair_entry_id: written.last().map(|e| e.id.clone()) })
+    }
+
+    /// The context's token tally, for [`Session::context_tokens`].
+    pub(crate) fn context_tally(&self) -> MutexGuard<'_, Option<ContextTally>> {
+        self.context_tally.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Whether a compaction of this session is generating its summary now.
@@ -303,7 +312,11 @@ impl Session {
             PathState::Same => None,
             lost => Some(self.restore_file(lost, &written, parent)?),
         };
+        let tally = self.context_tally.get_mut().unwrap_or_else(PoisonError::into_inner);
         for entry in written.iter().chain(&restored) {
+            if tally.as_mut().is_some_and(|tally| !tally.advance(entry)) {
+                *tally = None;
+            }
             self.tree.push(entry.clone());
         }
         Ok(written)

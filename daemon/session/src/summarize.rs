@@ -6,6 +6,7 @@ use rein_ai::{AssistantMessageEvent, Provider, ProviderErrorKind, ProviderReques
 use rein_ai::{RequestContext, StreamOptions};
 use rein_protocol::message::{ContentBlock, Message, Usage, UserMessage};
 use rein_protocol::model::{ModelInfo, ThinkingLevel};
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::SessionError;
@@ -117,8 +118,8 @@ pub async fn request_summary(
         model: model.model.clone(),
         context: RequestContext {
             system_prompt: SUMMARY_SYSTEM_PROMPT.to_string(),
-            messages: vec![Message::User(UserMessage::text(prompt, now_millis()))],
-            tools: Vec::new(),
+            messages: vec![Message::User(UserMessage::text(prompt, now_millis()))].into(),
+            tools: Arc::from([]),
         },
         options: StreamOptions {
             thinking: ThinkingLevel::Off,

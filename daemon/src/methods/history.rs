@@ -1,5 +1,6 @@
 //! A session's history: branch, compact, export.
 
+use super::paging::{Direction, page, page_bytes};
 use super::{command, session};
 use crate::hub::coding_error;
 use crate::rpc_error::RpcError;
@@ -33,6 +34,13 @@ pub(super) async fn export(
     connection: Arc<ConnectionContext>,
 ) -> Result<ExportResult, RpcError> {
     let loaded = session(&connection, &params.session_id).await?;
-    let content = loaded.session.export(params.format).map_err(coding_error)?;
-    Ok(ExportResult { content })
+    let text = loaded.session.export(params.format).map_err(coding_error)?;
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    let budget = page_bytes(connection.daemon.options.max_line_bytes);
+    let page = page(&lines, Direction::Forward, params.cursor.as_deref(), params.limit, budget)?;
+    Ok(ExportResult {
+        content: lines[page.range].concat(),
+        total: lines.len() as u64,
+        next_cursor: page.next_cursor,
+    })
 }

@@ -34,11 +34,23 @@ pub(super) async fn list(
     connection: Arc<ConnectionContext>,
 ) -> Result<ListSessionsResult, RpcError> {
     // A directory that exists is listed under its canonical name, as sessions record it.
-    let cwd = params.cwd.map(|cwd| validate::project_dir("cwd", &cwd).unwrap_or(cwd));
+    let ListSessionsParams { cwd, limit, cursor } = params;
+    let cwd = cwd.map(|cwd| validate::project_dir("cwd", &cwd).unwrap_or(cwd));
     let hub = connection.daemon.hub.clone();
-    tokio::task::spawn_blocking(move || hub.list(cwd.as_deref()))
+    let mut listed = tokio::task::spawn_blocking(move || hub.list(cwd.as_deref()))
         .await
-        .map_err(|error| RpcError::new(rein_protocol::ErrorKind::Internal, error.to_string()))?
+        .map_err(|error| RpcError::new(rein_protocol::ErrorKind::Internal, error.to_string()))??;
+    let budget = page_bytes(connection.daemon.options.max_line_bytes);
+    let page = page(&listed.sessions, Direction::Forward, cursor.as_deref(), limit, budget)?;
+    listed.total = listed.sessions.len() as u64;
+    listed.sessions.truncate(page.range.end);
+    listed.sessions.drain(..page.range.start);
+    if cursor.is_some() {
+        // Reported once, with the first page.
+        listed.errors.clear();
+    }
+    listed.next_cursor = page.next_cursor;
+    Ok(listed)
 }
 
 /// `session/open`: loads the session (if needed) and returns its state.

@@ -60,12 +60,12 @@ pub(crate) fn request(api: Api, messages: Vec<Message>) -> ProviderRequest {
         model: model(api),
         context: RequestContext {
             system_prompt: "You are a test.".into(),
-            messages,
-            tools: vec![ToolDefinition {
+            messages: messages.into(),
+            tools: Arc::from([ToolDefinition {
                 name: "bash".into(),
                 description: "Run a command".into(),
                 parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
-            }],
+            }]),
         },
         options: StreamOptions::default(),
     }
