@@ -8,7 +8,6 @@ use rein_cli::client::ClientError;
 use rein_cli::commands::run::RunArgs;
 use rein_cli::commands::session::{self as session_cmd, QueueKind, Report};
 use rein_cli::commands::{self, exit};
-use rein_cli::interactive;
 use rein_cli::resolve;
 use rein_cli::session::{ApproveArg, SessionRequest, Target};
 use rein_protocol::method::ExportFormat;
@@ -458,7 +457,7 @@ async fn attach(socket: &Path, target: Target, options: SessionOptions) -> Resul
         model: options.model,
         approval: options.approve.map(Into::into),
     };
-    interactive::run(socket, request).await
+    rein_cli::tui::run(socket, request).await
 }
 
 fn current_dir() -> Result<PathBuf, ClientError> {

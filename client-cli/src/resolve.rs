@@ -31,12 +31,18 @@ pub async fn list_sessions_with_errors(
     client.call_as(names::SESSION_LIST, params).await
 }
 
-/// The most recently updated session of `cwd`.
+/// The most recently updated session of `cwd` that holds a prompt (empty sessions, such as
+/// one left by a client that never sent a prompt, are skipped).
 pub async fn latest_session(
     client: &mut Client,
     cwd: &Path,
 ) -> Result<Option<SessionSummary>, ClientError> {
-    Ok(list_sessions(client, Some(cwd)).await?.into_iter().next())
+    Ok(list_sessions(client, Some(cwd)).await?.into_iter().find(|s| !is_empty(s)))
+}
+
+/// Whether a listed session holds no prompt yet: nothing to continue or attach to.
+pub fn is_empty(summary: &SessionSummary) -> bool {
+    summary.first_prompt.is_none()
 }
 
 /// The full id of the session `text` names: an exact id, or a prefix that only one session
@@ -87,6 +93,14 @@ mod tests {
         assert_eq!(match_session(&sessions, "ab"), None);
         assert_eq!(match_session(&sessions, "zz"), None);
         assert_eq!(match_session(&sessions, ""), None);
+    }
+
+    #[test]
+    fn sessions_without_a_prompt_count_as_empty() {
+        let mut used = summary("a");
+        used.first_prompt = Some("fix it".into());
+        assert!(!is_empty(&used));
+        assert!(is_empty(&summary("b")));
     }
 
     #[test]

@@ -22,8 +22,8 @@ use output::Output;
 use rein_protocol::event::{SessionEvent, SubscriptionItem};
 use rein_protocol::method::{
     ApprovalRespondParams, BusyBehavior, HistoryPageParams, MessagesResult, PromptParams,
-    QueueMessageParams, RunLimits, SessionRef, SetModelParams, SetThinkingParams, ShellParams,
-    names,
+    QueueMessageParams, RenameParams, RunLimits, SessionRef, SessionState, SetApprovalPolicyParams,
+    SetModelParams, SetThinkingParams, ShellParams, names,
 };
 use rustyline::error::ReadlineError;
 use serde_json::Value;
@@ -451,6 +451,27 @@ impl Attach {
                 let report = checkpoints::undo(client, Some(&session), &cwd, turn, force).await;
                 self.show(report);
             }
+            Slash::Rename(name) => {
+                let params = RenameParams { session_id: session, name };
+                self.call_quietly(names::SESSION_RENAME, params).await;
+            }
+            Slash::Approve(Some(policy)) => {
+                let params = SetApprovalPolicyParams { session_id: session, policy };
+                self.call_quietly(names::SESSION_SET_APPROVAL_POLICY, params).await;
+            }
+            Slash::Approve(None) | Slash::Status => {
+                let state: Result<SessionState, _> = self
+                    .client
+                    .call_as(names::SESSION_STATE, SessionRef { session_id: session })
+                    .await;
+                match state {
+                    Ok(state) => self.output.print(&format!("{}\n", status_text(&state))),
+                    Err(error) => self.output.print(&format!("error: {error}\n")),
+                }
+            }
+            Slash::New | Slash::Resume | Slash::Fork | Slash::Clear => {
+                self.output.print("that command needs the full-screen client (a terminal)\n");
+            }
             Slash::Diff(turn) => {
                 let cwd = self.cwd.clone();
                 let report =
@@ -460,6 +481,35 @@ impl Attach {
         }
         Next::ReadAnother
     }
+}
+
+/// What `/status` says about a session: where it is, its model and policy, how full its
+/// context is, what it used and cost, and what is queued.
+pub fn status_text(state: &SessionState) -> String {
+    let percent = match state.context_window {
+        0 => 0,
+        window => state.context_tokens.saturating_mul(100) / window,
+    };
+    let mut text = format!(
+        "session {}{}\n  directory {}\n  model {} (thinking {})\n  approval policy {}\n  context {} of {} tokens ({percent}%)\n  used {} tokens, ${:.4}\n  queue {} steering, {} follow-up\n  {}",
+        state.session_id,
+        state.name.as_deref().map(|name| format!(" \"{name}\"")).unwrap_or_default(),
+        state.cwd,
+        state.model,
+        state.thinking_level.as_str(),
+        state.approval_policy.as_str(),
+        state.context_tokens,
+        state.context_window,
+        state.usage.total_tokens,
+        state.usage.cost.total,
+        state.queues.steering.len(),
+        state.queues.follow_up.len(),
+        if state.running { "a run is active" } else { "idle" },
+    );
+    if !state.trusted {
+        text.push_str("\n  project not trusted (/trust reads its AGENTS.md and settings)");
+    }
+    text
 }
 
 /// The full output of the `n`-th (1-based) tool call, or of the last one.
