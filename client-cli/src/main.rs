@@ -324,7 +324,11 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::FAILURE);
         }
     };
-    match runtime.block_on(dispatch(&socket, cli)) {
+    let result = runtime.block_on(dispatch(&socket, cli));
+    // A blocking task still waiting (a daemon start that lost a race) must not keep `rein`
+    // from exiting.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    match result {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             eprintln!("rein: {error}");

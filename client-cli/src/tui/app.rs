@@ -6,7 +6,7 @@
 
 use super::editor::Editor;
 use super::theme::{Role, Theme};
-use super::transcript::{Transcript, ViewOptions};
+use super::transcript::{Ended, Transcript, ViewOptions};
 use crate::interactive::input::{self, BusyMode, Line as Typed, Slash};
 use crate::render::{
     RenderOptions, Renderer, approval_text, client_text, summarize_arguments, user_text,
@@ -284,44 +284,57 @@ impl App {
         }
     }
 
-    /// The status line's text.
-    pub fn status_text(&self, now: Instant) -> String {
+    /// The status line's text, at most `width` columns: the least important figures (run
+    /// time, tokens, model) are left out when it does not fit.
+    pub fn status_text(&self, now: Instant, width: usize) -> String {
+        use super::transcript::seconds;
         let sep = self.theme.symbol(super::theme::Symbol::Separator);
-        let mut parts = Vec::new();
-        match &self.connection {
-            Connection::Lost(since) => parts.push(format!(
-                "reconnecting to the daemon {}",
-                super::transcript::seconds(now.saturating_duration_since(*since))
-            )),
-            Connection::Up if self.status.activity == Activity::Idle => {
-                parts.push(self.status.activity.label())
+        // (priority: lower is dropped first, text)
+        let mut parts: Vec<(u8, String)> = Vec::new();
+        let state = match &self.connection {
+            Connection::Lost(since) => {
+                format!(
+                    "reconnecting to the daemon {}",
+                    seconds(now.saturating_duration_since(*since))
+                )
             }
-            Connection::Up => parts.push(format!(
+            Connection::Up if self.status.activity == Activity::Idle => {
+                self.status.activity.label()
+            }
+            Connection::Up => format!(
                 "{} {}",
                 self.status.activity.label(),
-                super::transcript::seconds(now.saturating_duration_since(self.status.since))
-            )),
-        }
+                seconds(now.saturating_duration_since(self.status.since))
+            ),
+        };
+        parts.push((9, state));
         if let Some(started) = self.status.run_started.filter(|_| self.running) {
-            parts.push(format!(
-                "run {}",
-                super::transcript::seconds(now.saturating_duration_since(started))
-            ));
+            parts.push((1, format!("run {}", seconds(now.saturating_duration_since(started)))));
         }
-        parts.push(format!("{} tokens", compact_count(self.status.tokens)));
+        parts.push((2, format!("{} tokens", compact_count(self.status.tokens))));
         if let Some(percent) =
             self.status.context_tokens.saturating_mul(100).checked_div(self.status.context_window)
         {
-            parts.push(format!("context {percent}%"));
+            parts.push((6, format!("context {percent}%")));
         }
-        parts.push(format!("${:.4}", self.status.cost));
-        parts.push(self.session.model.clone());
-        parts.push(format!("approve {}", self.session.policy.as_str()));
+        parts.push((5, format!("${:.4}", self.status.cost)));
+        parts.push((3, self.session.model.clone()));
+        parts.push((7, format!("approve {}", self.session.policy.as_str())));
         let (steering, follow_up) = self.status.queue;
         if steering + follow_up > 0 {
-            parts.push(format!("queue {steering} steer, {follow_up} follow-up"));
+            parts.push((8, format!("queue {steering} steer, {follow_up} follow-up")));
         }
-        parts.join(sep)
+        loop {
+            let text = parts.iter().map(|(_, text)| text.as_str()).collect::<Vec<_>>().join(sep);
+            let fits = unicode_width::UnicodeWidthStr::width(text.as_str()) < width;
+            let lowest = parts.iter().enumerate().min_by_key(|(_, (priority, _))| *priority);
+            match lowest {
+                Some((at, (priority, _))) if !fits && *priority < 9 => {
+                    parts.remove(at);
+                }
+                _ => return text,
+            }
+        }
     }
 
     /// Takes in one event of the session.
@@ -370,14 +383,16 @@ impl App {
             SessionEvent::ToolExecutionUpdate { tool_call_id, content, .. } => {
                 self.transcript.tool_output(tool_call_id, content);
             }
-            SessionEvent::ToolExecutionEnd { tool_call_id, result, .. } => {
-                self.transcript.tool_end(
-                    tool_call_id,
-                    result.text(),
-                    result.is_error,
-                    result.details.as_ref(),
-                    now,
-                );
+            SessionEvent::ToolExecutionEnd { tool_call_id, tool_name, result } => {
+                let output = result.text();
+                let ended = Ended {
+                    id: tool_call_id,
+                    name: tool_name,
+                    output: &output,
+                    is_error: result.is_error,
+                    details: result.details.as_ref(),
+                };
+                self.transcript.tool_end(ended, now);
                 self.set_activity(Activity::WaitingForModel, now);
             }
             SessionEvent::ShellStart { shell_id, command } => {
@@ -397,7 +412,14 @@ impl App {
                 let output = if *cancelled { format!("{output}\n(cancelled)") } else { output };
                 let details = serde_json::json!({ "exitCode": exit_code });
                 let failed = *cancelled || *exit_code != Some(0);
-                self.transcript.tool_end(shell_id, output, failed, Some(&details), now);
+                let ended = Ended {
+                    id: shell_id,
+                    name: "!",
+                    output: &output,
+                    is_error: failed,
+                    details: Some(&details),
+                };
+                self.transcript.tool_end(ended, now);
             }
             SessionEvent::ApprovalRequested {
                 request_id, tool_name, arguments, reason, ..

@@ -47,6 +47,8 @@ use theme::{Role, Theme};
 const TICK: Duration = Duration::from_millis(100);
 /// How long to wait between attempts to reach a daemon that went away.
 const RECONNECT_EVERY: Duration = Duration::from_millis(500);
+/// How long leaving waits for the daemon to remove an unanswered session.
+const LEAVE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How many earlier messages are shown on attach.
 const RECENT_MESSAGES: u32 = 20;
 
@@ -91,7 +93,8 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
     ratatui::restore();
     save_history(runtime.app.editor.history());
     if let Some(id) = runtime.created.take() {
-        session::discard_if_unanswered(&mut runtime.client, &id).await;
+        let discard = session::discard_if_unanswered(&mut runtime.client, &id);
+        let _ = tokio::time::timeout(LEAVE_TIMEOUT, discard).await;
     }
     result.map(|()| exit::OK)
 }
@@ -246,21 +249,24 @@ impl Runtime {
                                 self.app.transcript.close();
                             }
                             for call in reply.tool_calls() {
-                                let summary =
-                                    crate::render::summarize_arguments(&call.name, &call.arguments);
-                                self.app.transcript.notice(
-                                    format!(
-                                        "{} {} {summary}",
-                                        self.app.theme.symbol(theme::Symbol::Arrow),
-                                        call.name
-                                    ),
-                                    Role::Tool,
+                                self.app.transcript.past_tool(
+                                    &call.id,
+                                    &call.name,
+                                    &call.arguments,
+                                    Instant::now(),
                                 );
                             }
                         }
-                        other => {
-                            let text = crate::commands::session::describe_message(other);
-                            self.app.transcript.notice(text, Role::Dim);
+                        Message::ToolResult(result) => {
+                            let output = result.text();
+                            let ended = transcript::Ended {
+                                id: &result.tool_call_id,
+                                name: &result.tool_name,
+                                output: &output,
+                                is_error: result.is_error,
+                                details: result.details.as_ref(),
+                            };
+                            self.app.transcript.tool_end(ended, Instant::now());
                         }
                     }
                 }

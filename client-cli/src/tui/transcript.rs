@@ -35,6 +35,21 @@ pub struct ToolEnd {
     pub duration: Option<Duration>,
 }
 
+/// What a finished tool call reports.
+#[derive(Debug, Clone, Copy)]
+pub struct Ended<'a> {
+    /// The call id.
+    pub id: &'a str,
+    /// The tool.
+    pub name: &'a str,
+    /// Its full output.
+    pub output: &'a str,
+    /// Whether it failed.
+    pub is_error: bool,
+    /// Its details (`exitCode`, `durationMs`, `diff`).
+    pub details: Option<&'a Value>,
+}
+
 /// One tool call (or `!command`) and its output.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCell {
@@ -136,8 +151,25 @@ impl Transcript {
 
     /// A tool call starts; `edit` and `write` get their diff against the file as it is now.
     pub fn tool_start(&mut self, id: &str, name: &str, arguments: &Value, now: Instant) {
-        self.close();
         let diff = diff::proposed(name, arguments, &self.cwd);
+        self.tool_cell(id, name, arguments, diff, now);
+    }
+
+    /// A tool call from the session's history: the file on disk may have changed since, so
+    /// no diff is computed (a finished `edit` reports its own).
+    pub fn past_tool(&mut self, id: &str, name: &str, arguments: &Value, now: Instant) {
+        self.tool_cell(id, name, arguments, None, now);
+    }
+
+    fn tool_cell(
+        &mut self,
+        id: &str,
+        name: &str,
+        arguments: &Value,
+        diff: Option<String>,
+        now: Instant,
+    ) {
+        self.close();
         self.cells.push(Cell::Tool(ToolCell {
             id: id.to_string(),
             name: name.to_string(),
@@ -176,14 +208,12 @@ impl Transcript {
 
     /// A tool call ended with its full `output`; `details` may hold its exit code, duration
     /// and diff.
-    pub fn tool_end(
-        &mut self,
-        id: &str,
-        output: String,
-        is_error: bool,
-        details: Option<&Value>,
-        now: Instant,
-    ) {
+    pub fn tool_end(&mut self, ended: Ended<'_>, now: Instant) {
+        let Ended { id, name, output, is_error, details } = ended;
+        if self.tool_mut(id).is_none() {
+            // Its start was not seen (attached later, or lost in a gap).
+            self.past_tool(id, name, &Value::Null, now);
+        }
         let Some(tool) = self.tool_mut(id) else { return };
         let exit_code = details.and_then(|d| d.get("exitCode")).and_then(Value::as_i64);
         let duration = details
@@ -198,7 +228,7 @@ impl Transcript {
             // A failed edit changed nothing.
             tool.diff = tool.diff.take().filter(|_| tool.name != "edit" && tool.name != "write");
         }
-        tool.output = output;
+        tool.output = output.to_string();
         tool.end = Some(ToolEnd { is_error, exit_code, duration });
     }
 
