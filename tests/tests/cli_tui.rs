@@ -17,6 +17,15 @@ fn slow_text(text: &str) -> Reply {
     Reply { delay_ms: Some(60), chunk_size: Some(40), delta_size: Some(4), ..Reply::text(text) }
 }
 
+/// With `REIN_TUI_CAPTURE=DIR`, keeps the screen as `DIR/NAME.txt` (the screens in
+/// docs/cli.md come from here).
+fn capture(name: &str, screen: &str) {
+    if let Ok(dir) = std::env::var("REIN_TUI_CAPTURE") {
+        let path = std::path::Path::new(&dir).join(format!("{name}.txt"));
+        std::fs::write(&path, screen).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}
+
 /// Whether `screen` (captured with colours) paints `text` in ANSI colour `colour`, as tmux
 /// writes it (`ESC[3Nm` or `ESC[38;5;Nm`).
 fn painted(screen: &str, text: &str, colour: u8) -> bool {
@@ -74,6 +83,7 @@ fn an_edit_approval_shows_its_diff_everywhere_and_one_answer_closes_it() {
     first.type_text("change the greeting");
     first.press(&["Enter"]);
     let dialog = first.expect("[y] allow once");
+    capture("edit-approval", &dialog);
     assert!(dialog.contains("edit app.py (+1 -1)?"), "{dialog}");
     assert!(dialog.contains("-    return 'hi'"), "{dialog}");
     assert!(dialog.contains("+    return 'hello'"), "{dialog}");
@@ -162,9 +172,7 @@ fn markdown_and_tables_fit_an_80x24_terminal_without_colour() {
     let coloured = term.screen_with_colours();
     assert!((0..8).all(|colour| !coloured.contains(&format!("\u{1b}[3{colour}m"))), "{coloured}");
     assert!(!coloured.contains("\u{1b}[38;5;"), "{coloured}");
-    if let Ok(path) = std::env::var("REIN_TUI_CAPTURE") {
-        std::fs::write(path, &screen).unwrap();
-    }
+    capture("markdown-80x24", &screen);
     term.press(&["C-d"]);
     assert_eq!(term.wait(), Some(0));
 }

@@ -258,6 +258,7 @@ fn shell_quote(text: &str) -> String {
 /// shows a text; [`Tmux::screen`] is what a person would see.
 pub struct Tmux {
     socket: std::path::PathBuf,
+    status_file: std::path::PathBuf,
     _dir: tempfile::TempDir,
 }
 
@@ -315,11 +316,13 @@ impl Tmux {
                 prefix.push_str(&format!(" {}", shell_quote(&format!("{key}={value}"))));
             }
         }
-        command.arg(format!("{prefix} {line}"));
+        // The shell records rein's exit status: tmux may be slow to reap a pane's process.
+        let status_file = dir.path().join("status");
+        command.arg(format!("{prefix} {line}; echo $? > {}", shell_quote(&path_str(&status_file))));
         command.env("TERM", "xterm-256color");
         let status = command.status().unwrap();
         assert!(status.success(), "tmux new-session failed");
-        Self { socket, _dir: dir }
+        Self { socket, status_file, _dir: dir }
     }
 
     fn tmux(&self, args: &[&str]) -> Output {
@@ -368,34 +371,23 @@ impl Tmux {
         }
     }
 
-    /// The pid of `rein` in the pane.
+    /// The pid of `rein` in the pane (the child of the pane's shell).
     pub fn pid(&self) -> u32 {
-        let out = stdout(&self.tmux(&["display-message", "-p", "-t", "0", "#{pane_pid}"]));
-        out.trim().parse().unwrap()
+        let shell = stdout(&self.tmux(&["display-message", "-p", "-t", "0", "#{pane_pid}"]));
+        let children =
+            Command::new("ps").args(["-o", "pid=", "--ppid", shell.trim()]).output().unwrap();
+        stdout(&children).split_whitespace().next().and_then(|pid| pid.parse().ok()).unwrap()
     }
 
-    /// Waits for `rein` to exit and returns its exit status.
+    /// Waits for `rein` to exit and returns its exit status (`None` when a signal ended it).
     pub fn wait(&self) -> Option<i32> {
         let deadline = std::time::Instant::now() + EXPECT_TIMEOUT;
         loop {
-            let out = stdout(&self.tmux(&[
-                "display-message",
-                "-p",
-                "-t",
-                "0",
-                "#{pane_dead} #{pane_dead_status} #{pane_dead_signal}",
-            ]));
-            let mut words = out.split_whitespace();
-            // tmux may mark the pane dead a moment before it has the status.
-            if words.next() == Some("1") {
-                let code = words.next().and_then(|code| code.parse().ok());
-                if let Some(signal) = words.next() {
-                    eprintln!("rein ended by signal {signal}; the screen:\n{}", self.screen());
-                    return None;
-                }
-                if code.is_some() {
-                    return code;
-                }
+            if let Ok(text) = std::fs::read_to_string(&self.status_file)
+                && text.ends_with('\n')
+            {
+                // The shell reports death by signal N as 128 + N.
+                return text.trim().parse().ok().filter(|code| *code < 128);
             }
             if std::time::Instant::now() > deadline {
                 panic!("rein did not exit; the screen:\n{}", self.screen());
