@@ -101,6 +101,9 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
     let _ = next_tx.send(Next::Stop);
     drop(next_tx);
     let _ = editor_thread.join();
+    if created {
+        session::discard_if_unanswered(&mut attach.client, &attach.session_id).await;
+    }
     code
 }
 
