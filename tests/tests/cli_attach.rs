@@ -147,3 +147,29 @@ fn rein_run_on_a_terminal_asks_for_approval() {
     pty.expect("Finished.");
     assert_eq!(pty.wait(), Some(0));
 }
+
+#[test]
+fn without_a_terminal_rein_falls_back_to_line_mode() {
+    let env = CliEnv::start(vec![]);
+    let mut child = env
+        .rein()
+        .args(["--approve", "yolo"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"/status\n").unwrap();
+    }
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", cli_support::stderr(&output));
+    let out = cli_support::stdout(&output);
+    assert!(out.contains("/help for commands"), "{out}");
+    assert!(out.contains("approval policy yolo"), "{out}");
+    // Nothing was prompted, so the session it created is gone again.
+    let listed = env.rpc_ok("session/list", json!({}));
+    assert_eq!(listed["sessions"], json!([]), "{listed}");
+}

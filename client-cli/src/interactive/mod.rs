@@ -10,16 +10,17 @@
 pub mod input;
 mod output;
 
-use crate::client::{Client, ClientError};
+use crate::client::{Client, ClientError, SessionNotice};
 use crate::commands::session::{self as session_cmd, Report};
 use crate::commands::{checkpoints, exit};
+use crate::follow::{Followed, Follower};
 use crate::gap::StreamCursor;
 use crate::render::{RenderOptions, Renderer, ToolOutcome, summarize_arguments};
 use crate::session::{self, SessionRequest};
 use crate::style::Style;
 use input::{BusyMode, HELP, Line, Slash};
 use output::Output;
-use rein_protocol::event::{SessionEvent, SubscriptionItem};
+use rein_protocol::event::SessionEvent;
 use rein_protocol::method::{
     ApprovalRespondParams, BusyBehavior, HistoryPageParams, MessagesResult, PromptParams,
     QueueMessageParams, RenameParams, RunLimits, SessionRef, SessionState, SetApprovalPolicyParams,
@@ -95,7 +96,11 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
         idle_interrupt: false,
         renderer: Renderer::new(RenderOptions { style, interactive: true }),
         output,
-        cursor: StreamCursor::new(&state.session_id, state.last_seq, state.leaf_id.clone()),
+        follower: Follower::new(StreamCursor::new(
+            &state.session_id,
+            state.last_seq,
+            state.leaf_id.clone(),
+        )),
     };
     let code = attach.event_loop(input_rx, &next_tx).await;
     let _ = next_tx.send(Next::Stop);
@@ -189,8 +194,8 @@ struct Attach {
     idle_interrupt: bool,
     renderer: Renderer,
     output: Output,
-    /// Where this attach is in the event stream, for filling gaps.
-    cursor: StreamCursor,
+    /// Follows the session's events, filling gaps.
+    follower: Follower,
 }
 
 impl Attach {
@@ -211,7 +216,7 @@ impl Attach {
                     }
                 }
                 notice = self.client.next_session_item() => match notice {
-                    Ok(notice) => self.handle_item(notice.item).await,
+                    Ok(notice) => self.handle_item(notice).await,
                     Err(error) => {
                         self.output.print(&format!("rein: {error}; press Enter to leave\n"));
                         let _ = input.recv().await;
@@ -222,23 +227,24 @@ impl Attach {
         }
     }
 
-    async fn handle_item(&mut self, item: SubscriptionItem) {
-        let envelope = match item {
-            SubscriptionItem::Event(envelope) => envelope,
-            SubscriptionItem::Lagged { .. } => {
-                // The replay buffer may still hold what was missed.
-                if let Err(error) = self.cursor.resume(&mut self.client).await {
-                    self.output.print(&format!("rein: cannot resubscribe: {error}\n"));
-                }
+    async fn handle_item(&mut self, notice: SessionNotice) {
+        let envelope = match self.follower.accept(&mut self.client, notice).await {
+            Ok(Some(Followed::Event { envelope, .. })) => envelope,
+            Ok(Some(Followed::Gap(gap))) => {
+                // What the session recorded in the hole; requests still waiting are sent
+                // again on the new subscription.
+                self.output.chunks(self.renderer.finish());
+                self.approvals.clear();
+                self.running = gap.running.is_some();
+                self.output.print(&gap.text());
                 return;
             }
-            SubscriptionItem::ResyncRequired { oldest_buffered_seq, .. } => {
-                self.fill_gap(oldest_buffered_seq).await;
+            Ok(None) => return,
+            Err(error) => {
+                self.output.print(&format!("rein: cannot follow the session: {error}\n"));
                 return;
             }
-            SubscriptionItem::Keepalive { .. } | SubscriptionItem::Unknown => return,
         };
-        self.cursor.observe(&envelope);
         let chunks = self.renderer.render_envelope(&envelope);
         self.output.chunks(chunks);
         match envelope.event {
@@ -251,21 +257,6 @@ impl Attach {
                 self.approvals.retain(|pending| *pending != request_id)
             }
             _ => {}
-        }
-    }
-
-    /// After `resync_required`: shows what the session recorded in the hole (see `gap`) and
-    /// follows on from the oldest event still buffered.
-    async fn fill_gap(&mut self, oldest_buffered_seq: u64) {
-        self.output.chunks(self.renderer.finish());
-        // Requests still waiting are sent again on the new subscription.
-        self.approvals.clear();
-        match self.cursor.fill(&mut self.client, oldest_buffered_seq).await {
-            Ok(gap) => {
-                self.running = gap.running.is_some();
-                self.output.print(&gap.text());
-            }
-            Err(error) => self.output.print(&format!("rein: cannot resync: {error}\n")),
         }
     }
 

@@ -794,3 +794,91 @@ pub fn compact_count(count: u64) -> String {
         _ => format!("{:.1}M", count as f64 / 1_000_000.0),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn app() -> App {
+        let state = json!({
+            "session_id": "s", "cwd": "/tmp", "model": {"provider": "fake", "model": "m"},
+            "thinking_level": "medium", "approval_policy": "ask", "running": true,
+            "queues": {"steering": [{"id": "q-1", "content": [{"type": "text", "text": "later"}]}], "follow_up": []},
+            "usage": {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0, "total_tokens": 0,
+                "cost": {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0, "total": 0.0}},
+            "context_tokens": 0, "context_window": 1000, "trusted": false, "last_seq": 3, "stream": "x"
+        });
+        let state: SessionState = serde_json::from_value(state).unwrap_or_else(|e| panic!("{e}"));
+        App::new(&state, Theme::default(), Vec::new(), Instant::now())
+    }
+
+    fn press(app: &mut App, code: KeyCode, modifiers: KeyModifiers) -> Vec<Action> {
+        app.key(KeyEvent::new(code, modifiers), Instant::now())
+    }
+
+    #[test]
+    fn ctrl_c_asks_once_before_dropping_the_queue_and_esc_only_cancels() {
+        let mut app = app();
+        assert!(app.running);
+        assert_eq!(press(&mut app, KeyCode::Esc, KeyModifiers::NONE), [Action::Cancel]);
+        assert!(press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL).is_empty());
+        assert!(app.hint.as_deref().is_some_and(|hint| hint.contains("1 queued")));
+        assert_eq!(
+            press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL),
+            [Action::CancelAndClear]
+        );
+        // Idle: twice to leave.
+        app.running = false;
+        assert!(press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL).is_empty());
+        assert_eq!(press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL), [Action::Quit]);
+    }
+
+    #[test]
+    fn multi_line_input_and_steering_while_running() {
+        let mut app = app();
+        for c in "first".chars() {
+            press(&mut app, KeyCode::Char(c), KeyModifiers::NONE);
+        }
+        press(&mut app, KeyCode::Enter, KeyModifiers::ALT);
+        for c in "second".chars() {
+            press(&mut app, KeyCode::Char(c), KeyModifiers::NONE);
+        }
+        assert_eq!(
+            press(&mut app, KeyCode::Enter, KeyModifiers::NONE),
+            [Action::Send { text: "first\nsecond".into(), follow_up: false }]
+        );
+        app.paste(">> queued\nafter");
+        assert_eq!(
+            press(&mut app, KeyCode::Enter, KeyModifiers::NONE),
+            [Action::Send { text: "queued\nafter".into(), follow_up: true }]
+        );
+        assert_eq!(app.editor.history().len(), 2);
+    }
+
+    #[test]
+    fn the_status_line_says_what_runs_and_fits_the_width() {
+        let mut app = app();
+        let now = Instant::now();
+        let start = SessionEvent::ToolExecutionStart {
+            tool_call_id: "c".into(),
+            tool_name: "bash".into(),
+            arguments: json!({"command": "sleep 5"}),
+        };
+        let envelope = EventEnvelope {
+            session_id: "s".into(),
+            seq: 4,
+            timestamp: 0,
+            event: start,
+            client: None,
+        };
+        app.apply(&envelope, now);
+        let text = app.status_text(now + Duration::from_millis(3200), 200);
+        assert!(text.starts_with("running `bash` 3.2 s · run "), "{text}");
+        assert!(text.contains("queue 1 steer, 0 follow-up"), "{text}");
+        assert!(text.contains("approve ask"), "{text}");
+        let narrow = app.status_text(now + Duration::from_millis(3200), 50);
+        assert!(unicode_width::UnicodeWidthStr::width(narrow.as_str()) < 50, "{narrow}");
+        assert!(narrow.contains("queue 1 steer"), "{narrow}");
+    }
+}

@@ -574,3 +574,22 @@ impl Runtime {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::RpcFailure;
+
+    #[test]
+    fn an_incompatible_daemon_says_how_to_restart_it() {
+        let failure = RpcFailure {
+            code: -32011,
+            message: "protocol 2.0 is not supported".into(),
+            kind: ErrorKind::IncompatibleProtocol,
+            data: Value::Null,
+        };
+        let hint = version_hint(&ClientError::Rpc(failure)).unwrap_or_default();
+        assert!(hint.contains("rein daemon restart"), "{hint}");
+        assert!(version_hint(&ClientError::Closed).is_none());
+    }
+}
