@@ -144,6 +144,8 @@ pub enum Action {
     Send {
         /// The text.
         text: String,
+        /// Images its `@path` mentions attach.
+        images: Vec<rein_protocol::message::ContentBlock>,
         /// Queue it as a follow-up.
         follow_up: bool,
     },
@@ -697,7 +699,10 @@ impl App {
     /// Pasted text goes into the input box as is (newlines included).
     pub fn paste(&mut self, text: &str) {
         if self.approvals.is_empty() || self.reason_for.is_some() {
-            self.editor.insert(text);
+            match super::editor::pasted_image_mention(text, &self.session.cwd) {
+                Some(mention) => self.editor.insert(&mention),
+                None => self.editor.insert(text),
+            }
         }
     }
 
@@ -772,8 +777,9 @@ impl App {
         match input::parse_line(&text) {
             Ok(Typed::Empty) => Vec::new(),
             Ok(Typed::Text { text, follow_up }) => {
-                let text = super::editor::expand_mentions(&text, &self.session.cwd);
-                vec![Action::Send { text, follow_up: follow_up || self.mode == BusyMode::FollowUp }]
+                let composed = super::editor::compose(&text, &self.session.cwd);
+                let follow_up = follow_up || self.mode == BusyMode::FollowUp;
+                vec![Action::Send { text: composed.text, images: composed.images, follow_up }]
             }
             Ok(Typed::Shell(command)) => vec![Action::Shell(command)],
             Ok(Typed::Slash(Slash::Quit)) => vec![Action::Quit],
@@ -846,12 +852,12 @@ mod tests {
         }
         assert_eq!(
             press(&mut app, KeyCode::Enter, KeyModifiers::NONE),
-            [Action::Send { text: "first\nsecond".into(), follow_up: false }]
+            [Action::Send { text: "first\nsecond".into(), images: Vec::new(), follow_up: false }]
         );
         app.paste(">> queued\nafter");
         assert_eq!(
             press(&mut app, KeyCode::Enter, KeyModifiers::NONE),
-            [Action::Send { text: "queued\nafter".into(), follow_up: true }]
+            [Action::Send { text: "queued\nafter".into(), images: Vec::new(), follow_up: true }]
         );
         assert_eq!(app.editor.history().len(), 2);
     }

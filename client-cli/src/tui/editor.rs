@@ -1,6 +1,7 @@
 //! The input box: multi-line editing, history, and Tab completion of slash commands and
 //! `@file` mentions. Pure state; the key bindings live in the app.
 
+use rein_protocol::message::ContentBlock;
 use std::path::{Path, PathBuf};
 use unicode_width::UnicodeWidthStr;
 
@@ -279,21 +280,62 @@ fn common_prefix(candidates: &[String]) -> Option<String> {
     Some(first[..end].to_string())
 }
 
-/// `text` with the files its `@path` mentions name (relative to `cwd`, up to 100 KB each)
-/// appended as fenced blocks, so the model sees them without a tool call.
-pub fn expand_mentions(text: &str, cwd: &Path) -> String {
+/// The largest image an `@path` mention attaches.
+const IMAGE_LIMIT: u64 = 5 * 1024 * 1024;
+
+/// The image type a path's extension names, if it is one models take.
+fn image_type(path: &Path) -> Option<&'static str> {
+    let extension = path.extension()?.to_str()?.to_ascii_lowercase();
+    match extension.as_str() {
+        "png" => Some("image/png"),
+        "jpg" | "jpeg" => Some("image/jpeg"),
+        "gif" => Some("image/gif"),
+        "webp" => Some("image/webp"),
+        _ => None,
+    }
+}
+
+/// A message with what its `@path` mentions attach.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Composed {
+    /// The text, with the mentioned text files (up to 100 KB each) appended as fenced blocks.
+    pub text: String,
+    /// The mentioned images (PNG, JPEG, GIF, WebP up to 5 MB), as image content blocks.
+    pub images: Vec<ContentBlock>,
+}
+
+/// Reads the `@path` mentions of `text` (relative to `cwd`, or absolute): text files are
+/// appended as fenced blocks so the model sees them without a tool call; images are attached.
+pub fn compose(text: &str, cwd: &Path) -> Composed {
     const LIMIT: u64 = 100 * 1024;
-    let mut attached = Vec::new();
+    let mut attached: Vec<(String, String)> = Vec::new();
+    let mut images = Vec::new();
+    let mut seen = Vec::new();
     for word in text.split_whitespace() {
         let Some(path) = word.strip_prefix('@') else { continue };
-        let path = path.trim_end_matches([',', '.', ':', ';', ')']);
-        let full: PathBuf = cwd.join(path);
-        let small =
-            std::fs::metadata(&full).is_ok_and(|meta| meta.is_file() && meta.len() <= LIMIT);
-        if path.is_empty() || !small || attached.iter().any(|(p, _)| p == path) {
+        let path = path.trim_end_matches([',', '.', ':', ';', ')', '?', '!']);
+        if path.is_empty() || seen.iter().any(|p| p == path) {
             continue;
         }
-        if let Ok(content) = std::fs::read_to_string(&full) {
+        seen.push(path.to_string());
+        let full: PathBuf = cwd.join(path);
+        let Ok(meta) = std::fs::metadata(&full) else { continue };
+        if !meta.is_file() {
+            continue;
+        }
+        if let Some(mime_type) = image_type(&full) {
+            if meta.len() <= IMAGE_LIMIT
+                && let Ok(bytes) = std::fs::read(&full)
+            {
+                use base64::Engine;
+                let data = base64::engine::general_purpose::STANDARD.encode(bytes);
+                images.push(ContentBlock::Image { data, mime_type: mime_type.to_string() });
+            }
+            continue;
+        }
+        if meta.len() <= LIMIT
+            && let Ok(content) = std::fs::read_to_string(&full)
+        {
             attached.push((path.to_string(), content));
         }
     }
@@ -301,7 +343,18 @@ pub fn expand_mentions(text: &str, cwd: &Path) -> String {
     for (path, content) in attached {
         out.push_str(&format!("\n\n{path}:\n```\n{}\n```", content.trim_end()));
     }
-    out
+    Composed { text: out, images }
+}
+
+/// A paste that is only the path of an image file (what dropping a file on a terminal
+/// types) becomes an `@path` mention, so the image is attached when the message is sent.
+pub fn pasted_image_mention(pasted: &str, cwd: &Path) -> Option<String> {
+    let trimmed = pasted.trim().trim_matches(['\'', '"']);
+    let path = trimmed.strip_prefix("file://").unwrap_or(trimmed);
+    if path.contains('\n') || path.contains(' ') || image_type(Path::new(path)).is_none() {
+        return None;
+    }
+    cwd.join(path).is_file().then(|| format!("@{path} "))
 }
 
 #[cfg(test)]
@@ -363,7 +416,27 @@ mod tests {
         assert_eq!(editor.text(), "look at @src/");
         editor.complete(dir.path());
         assert_eq!(editor.text(), "look at @src/main.rs ");
-        let expanded = expand_mentions("explain @src/main.rs.", dir.path());
-        assert!(expanded.ends_with("src/main.rs:\n```\nfn main() {}\n```"), "{expanded}");
+        let composed = compose("explain @src/main.rs.", dir.path());
+        assert!(composed.text.ends_with("src/main.rs:\n```\nfn main() {}\n```"), "{composed:?}");
+        assert!(composed.images.is_empty());
+    }
+
+    #[test]
+    fn image_mentions_and_pasted_image_paths_attach_the_image() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        std::fs::write(dir.path().join("shot.png"), [0x89, b'P', b'N', b'G'])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let composed = compose("what is wrong in @shot.png?", dir.path());
+        assert_eq!(composed.text, "what is wrong in @shot.png?");
+        assert_eq!(
+            composed.images,
+            [ContentBlock::Image { data: "iVBORw==".into(), mime_type: "image/png".into() }]
+        );
+        let dropped = dir.path().join("shot.png").display().to_string();
+        assert_eq!(
+            pasted_image_mention(&format!("'{dropped}'"), dir.path()),
+            Some(format!("@{dropped} "))
+        );
+        assert_eq!(pasted_image_mention("just text", dir.path()), None);
     }
 }

@@ -436,9 +436,9 @@ impl Runtime {
         let session_id = self.app.session.id.clone();
         match action {
             Action::Quit => self.quit = true,
-            Action::Send { text, follow_up } => {
+            Action::Send { text, images, follow_up } => {
                 if self.app.running {
-                    let params = QueueMessageParams { session_id, text, images: Vec::new() };
+                    let params = QueueMessageParams { session_id, text, images };
                     let method =
                         if follow_up { names::SESSION_FOLLOW_UP } else { names::SESSION_STEER };
                     self.call(method, params).await;
@@ -446,7 +446,7 @@ impl Runtime {
                     let params = PromptParams {
                         session_id,
                         text,
-                        images: Vec::new(),
+                        images,
                         when_busy: Some(if follow_up {
                             BusyBehavior::FollowUp
                         } else {
