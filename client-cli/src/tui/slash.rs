@@ -98,7 +98,7 @@ impl Runtime {
                 Err(error) => self.app.transcript.notice(format!("error: {error}"), Role::Bad),
             },
             Slash::Clear => {
-                self.app.transcript.cells.clear();
+                self.app.transcript.clear();
                 self.app.scroll = 0;
             }
             Slash::Model(None) => {

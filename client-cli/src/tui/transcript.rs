@@ -93,11 +93,40 @@ pub struct ViewOptions {
     pub show_thinking: bool,
 }
 
+/// What a cell's laid-out lines depend on: cells only grow (text is appended, a tool ends
+/// once), so their size and state tell whether the lines kept from the last frame still hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct LayoutKey {
+    width: usize,
+    theme: Theme,
+    view: ViewOptions,
+    size: usize,
+    finished: bool,
+}
+
+fn layout_key(cell: &Cell, width: usize, theme: Theme, view: ViewOptions) -> Option<LayoutKey> {
+    let (size, finished) = match cell {
+        Cell::User(text) | Cell::Answer(text) | Cell::Thinking(text) | Cell::Notice(text, _) => {
+            (text.len(), true)
+        }
+        // A running tool shows its elapsed time: laid out every frame.
+        Cell::Tool(tool) if tool.end.is_none() => return None,
+        Cell::Tool(tool) => (tool.output.len() + tool.diff.as_ref().map_or(0, String::len), true),
+    };
+    Some(LayoutKey { width, theme, view, size, finished })
+}
+
+/// A cell's lines and what they were laid out for.
+type KeptLayout = (LayoutKey, Vec<Line<'static>>);
+
 /// The cells, oldest first.
 #[derive(Debug, Clone, Default)]
 pub struct Transcript {
-    /// The cells.
+    /// The cells (change them through the methods, which keep the layout cache right).
     pub cells: Vec<Cell>,
+    /// Each cell's lines as last laid out, so a frame lays out only what changed (Markdown of
+    /// a long answer is not parsed again for every tick of the status line).
+    layout: std::cell::RefCell<Vec<Option<KeptLayout>>>,
     /// Whether the last answer or reasoning cell still receives deltas.
     open: bool,
     /// The project directory, for diffs against files on disk.
@@ -107,7 +136,14 @@ pub struct Transcript {
 impl Transcript {
     /// An empty transcript for a session in `cwd`.
     pub fn new(cwd: &Path) -> Self {
-        Self { cells: Vec::new(), open: false, cwd: cwd.to_path_buf() }
+        Self { cells: Vec::new(), layout: Default::default(), open: false, cwd: cwd.to_path_buf() }
+    }
+
+    /// Removes every cell (`/clear`).
+    pub fn clear(&mut self) {
+        self.cells.clear();
+        self.layout.borrow_mut().clear();
+        self.open = false;
     }
 
     /// Adds a notice.
@@ -262,8 +298,18 @@ impl Transcript {
         now: Instant,
     ) -> Vec<Line<'static>> {
         let mut lines = Vec::new();
-        for cell in &self.cells {
-            let cell_lines = cell_lines(cell, width, theme, view, now);
+        let mut layout = self.layout.borrow_mut();
+        layout.resize(self.cells.len(), None);
+        for (cell, kept) in self.cells.iter().zip(layout.iter_mut()) {
+            let key = layout_key(cell, width, theme, view);
+            let cell_lines = match (key, kept.as_ref()) {
+                (Some(key), Some((kept_key, kept_lines))) if *kept_key == key => kept_lines.clone(),
+                _ => {
+                    let fresh = cell_lines(cell, width, theme, view, now);
+                    *kept = key.map(|key| (key, fresh.clone()));
+                    fresh
+                }
+            };
             if cell_lines.is_empty() {
                 continue;
             }
@@ -470,4 +516,57 @@ fn tool_lines(
         }
     }
     lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text(lines: &[Line<'_>]) -> Vec<String> {
+        lines.iter().map(|line| line.spans.iter().map(|s| s.content.as_ref()).collect()).collect()
+    }
+
+    #[test]
+    fn streamed_text_extends_the_open_answer_and_kept_layouts_follow_changes() {
+        let now = Instant::now();
+        let theme = Theme { color: false, unicode: true };
+        let view = ViewOptions::default();
+        let mut transcript = Transcript::new(Path::new("/tmp"));
+        transcript.user("hi");
+        transcript.answer_delta("Hel");
+        assert_eq!(text(&transcript.lines(40, theme, view, now)), ["› hi", "", "Hel"]);
+        transcript.answer_delta("lo **there**");
+        assert_eq!(text(&transcript.lines(40, theme, view, now)), ["› hi", "", "Hello there"]);
+        assert_eq!(text(&transcript.lines(8, theme, view, now)), ["› hi", "", "Hello", "there"]);
+        transcript.close();
+        transcript.answer_delta("Next");
+        assert_eq!(transcript.cells.len(), 3);
+        transcript.clear();
+        transcript.notice("fresh", Role::Notice);
+        assert_eq!(text(&transcript.lines(40, theme, view, now)), ["fresh"]);
+    }
+
+    #[test]
+    fn a_failed_tool_keeps_its_last_lines_and_its_exit_code() {
+        let now = Instant::now();
+        let theme = Theme { color: false, unicode: true };
+        let mut transcript = Transcript::new(Path::new("/tmp"));
+        transcript.tool_start("c", "bash", &serde_json::json!({"command": "make"}), now);
+        let output: String = (1..=20).map(|n| format!("step {n}\n")).collect();
+        let details = serde_json::json!({"exitCode": 2, "durationMs": 1500});
+        let ended = Ended {
+            id: "c",
+            name: "bash",
+            output: &output,
+            is_error: true,
+            details: Some(&details),
+        };
+        transcript.tool_end(ended, now);
+        let lines = text(&transcript.lines(60, theme, ViewOptions::default(), now));
+        assert_eq!(lines[0], "✗ bash make  (exit 2, 1.5 s)");
+        assert_eq!(lines.last().map(String::as_str), Some("  │ step 20"));
+        assert_eq!(lines.len(), 1 + 1 + FAILURE_TAIL);
+        let expanded = ViewOptions { expand_tools: true, show_thinking: false };
+        assert_eq!(transcript.lines(60, theme, expanded, now).len(), 21);
+    }
 }
