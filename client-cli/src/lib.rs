@@ -8,6 +8,7 @@
 pub mod acp;
 pub mod client;
 pub mod commands;
+pub mod follow;
 pub mod gap;
 pub mod interactive;
 pub mod interrupt;
@@ -16,3 +17,4 @@ pub mod render;
 pub mod resolve;
 pub mod session;
 pub mod style;
+pub mod tui;

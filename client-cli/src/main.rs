@@ -9,7 +9,6 @@ use rein_cli::commands::batch::BatchArgs;
 use rein_cli::commands::run::RunArgs;
 use rein_cli::commands::session::{self as session_cmd, QueueKind, Report};
 use rein_cli::commands::{self, exit};
-use rein_cli::interactive;
 use rein_cli::resolve;
 use rein_cli::session::{ApproveArg, SessionRequest, Target};
 use rein_protocol::method::ExportFormat;
@@ -329,7 +328,11 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::FAILURE);
         }
     };
-    match runtime.block_on(dispatch(&socket, cli)) {
+    let result = runtime.block_on(dispatch(&socket, cli));
+    // A blocking task still waiting (a daemon start that lost a race) must not keep `rein`
+    // from exiting.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    match result {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             eprintln!("rein: {error}");
@@ -464,7 +467,7 @@ async fn attach(socket: &Path, target: Target, options: SessionOptions) -> Resul
         approval: options.approve.map(Into::into),
         sandbox: None,
     };
-    interactive::run(socket, request).await
+    rein_cli::tui::run(socket, request).await
 }
 
 fn current_dir() -> Result<PathBuf, ClientError> {

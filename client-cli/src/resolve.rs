@@ -41,15 +41,31 @@ pub async fn list_sessions_with_errors(
     Ok(listed)
 }
 
-/// The most recently updated session of `cwd` (only that one is fetched).
+/// The most recently updated session of `cwd` that holds a prompt (empty sessions, such as
+/// one left by a client that never sent a prompt, are skipped). Fetched a page at a time, so
+/// usually only the newest few are sent.
 pub async fn latest_session(
     client: &mut Client,
     cwd: &Path,
 ) -> Result<Option<SessionSummary>, ClientError> {
-    let params =
-        ListSessionsParams { cwd: Some(cwd.display().to_string()), limit: Some(1), cursor: None };
-    let listed: ListSessionsResult = client.request::<rq::SessionList>(params).await?;
-    Ok(listed.sessions.into_iter().next())
+    let cwd = Some(cwd.display().to_string());
+    let mut cursor = None;
+    loop {
+        let params = ListSessionsParams { cwd: cwd.clone(), limit: Some(16), cursor };
+        let page: ListSessionsResult = client.request::<rq::SessionList>(params).await?;
+        if let Some(found) = page.sessions.into_iter().find(|s| !is_empty(s)) {
+            return Ok(Some(found));
+        }
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => return Ok(None),
+        }
+    }
+}
+
+/// Whether a listed session holds no prompt yet: nothing to continue or attach to.
+pub fn is_empty(summary: &SessionSummary) -> bool {
+    summary.first_prompt.is_none()
 }
 
 /// The full id of the session `text` names: an exact id, or a prefix that only one session
@@ -100,6 +116,14 @@ mod tests {
         assert_eq!(match_session(&sessions, "ab"), None);
         assert_eq!(match_session(&sessions, "zz"), None);
         assert_eq!(match_session(&sessions, ""), None);
+    }
+
+    #[test]
+    fn sessions_without_a_prompt_count_as_empty() {
+        let mut used = summary("a");
+        used.first_prompt = Some("fix it".into());
+        assert!(!is_empty(&used));
+        assert!(is_empty(&summary("b")));
     }
 
     #[test]

@@ -4,9 +4,10 @@
 use crate::client::{Client, ClientError};
 use crate::resolve;
 use clap::ValueEnum;
+use rein_protocol::message::{Message, StopReason};
 use rein_protocol::method::{
-    ApprovalPolicy, CreateSessionParams, DaemonInfo, Empty, SessionRef, SessionState,
-    SetApprovalPolicyParams, SetModelParams,
+    ApprovalPolicy, CreateSessionParams, DaemonInfo, Empty, HistoryPageParams, MessagesResult,
+    SessionRef, SessionState, SetApprovalPolicyParams, SetModelParams,
 };
 use rein_protocol::requests as rq;
 use std::path::PathBuf;
@@ -116,4 +117,65 @@ pub async fn local_server_note(client: &mut Client, state: &SessionState) -> Opt
             local.server, local.base_url, state.model
         )
     })
+}
+
+/// Whether `messages` hold nothing worth keeping: no answer from the model (an assistant
+/// message that did not fail) and no tool result. A session whose first prompt failed (a bad
+/// model, a provider error) holds at most the prompt and the failed reply.
+pub fn nothing_answered(messages: &[Message]) -> bool {
+    !messages.iter().any(|message| match message {
+        Message::Assistant(reply) => {
+            !matches!(reply.stop_reason, StopReason::Error | StopReason::Aborted)
+        }
+        Message::ToolResult(_) => true,
+        _ => false,
+    })
+}
+
+/// Deletes a session this client created when nothing was answered in it, so a failed first
+/// prompt leaves no session behind for `rein attach` or `rein run -c` to pick. True when it
+/// was deleted. A session that is running (another client prompted it) is kept.
+pub async fn discard_if_unanswered(client: &mut Client, session_id: &str) -> bool {
+    let reference = SessionRef { session_id: session_id.to_string() };
+    let state: Result<SessionState, _> = client.call_as(names::SESSION_STATE, &reference).await;
+    if !matches!(state, Ok(ref state) if !state.running) {
+        return false;
+    }
+    let params =
+        HistoryPageParams { session_id: session_id.to_string(), limit: None, cursor: None };
+    let messages: Result<MessagesResult, _> = client.call_as(names::SESSION_MESSAGES, params).await;
+    match messages {
+        Ok(result) if nothing_answered(&result.messages) => {
+            client.call_as::<serde_json::Value>(names::SESSION_DELETE, &reference).await.is_ok()
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rein_protocol::message::{AssistantMessage, UserMessage};
+
+    fn reply(stop_reason: StopReason) -> Message {
+        Message::Assistant(AssistantMessage {
+            content: Vec::new(),
+            api: "openai-chat".into(),
+            provider: "fake".into(),
+            model: "m".into(),
+            usage: Default::default(),
+            stop_reason,
+            error_message: None,
+            timestamp: 0,
+        })
+    }
+
+    #[test]
+    fn only_sessions_without_a_real_answer_count_as_unanswered() {
+        let prompt = Message::User(UserMessage::text("hi", 0));
+        assert!(nothing_answered(&[]));
+        assert!(nothing_answered(&[prompt.clone(), reply(StopReason::Error)]));
+        assert!(nothing_answered(&[prompt.clone(), reply(StopReason::Aborted)]));
+        assert!(!nothing_answered(&[prompt, reply(StopReason::Stop)]));
+    }
 }

@@ -1,41 +1,42 @@
-//! End-to-end: approvals across terminals with the real interactive `rein` on pseudo-
-//! terminals. The terminal that could answer is closed while a request waits; a terminal that
-//! attaches afterwards is shown the waiting request, answers it, and the answer names that
-//! terminal's client (name, pid, tty).
+//! End-to-end: approvals across terminals with the real full-screen `rein` in tmux. The
+//! terminal that could answer is closed while a request waits; a terminal that attaches
+//! afterwards is shown the waiting request, answers it, and the answer names that terminal's
+//! client (name, pid, tty).
 
 mod cli_support;
 
-use cli_support::{CliEnv, Pty};
+use cli_support::{CliEnv, Tmux, banner_id};
 use rein_testkit::fake_provider::Reply;
 use serde_json::json;
 
 #[test]
 fn a_terminal_attaching_late_is_shown_the_waiting_approval_and_answers_it() {
+    if !Tmux::available() {
+        return;
+    }
     let env = CliEnv::start(vec![
         Reply::tool_call("bash", json!({"command": "echo late-approved"})),
         Reply::text("Finished after the late answer."),
     ]);
-    let mut first = Pty::spawn(&env, &["--approve", "ask"]);
-    let banner = first.expect("/help for commands");
-    let id = banner.rsplit("session ").next().unwrap_or_default();
-    let id = id.split_whitespace().next().unwrap_or_default().to_string();
-    assert!(!id.is_empty(), "{banner}");
-    first.expect("> ");
-    first.send("run it\r");
-    first.expect("approval needed: bash echo late-approved");
+    let first = Tmux::spawn(&env, &["--approve", "ask"], (100, 30), &[]);
+    let id = banner_id(&first.expect("/help for commands"));
+    assert!(!id.is_empty(), "{}", first.screen());
+    first.type_text("run it");
+    first.press(&["Enter"]);
+    let dialog = first.expect("[y] allow once");
+    assert!(dialog.contains("approval needed: bash"), "{dialog}");
     // The terminal goes away without answering.
     drop(first);
 
-    let mut second = Pty::spawn(&env, &["attach", &id]);
+    let second = Tmux::spawn(&env, &["attach", &id], (100, 30), &[]);
     second.expect(&format!("attached to {id}"));
-    second.expect("approval needed: bash echo late-approved");
-    second.expect("> ");
-    second.send("y\r");
-    let answered = second.expect("approved once by rein (pid ");
-    assert!(!answered.is_empty());
-    second.expect("/dev/pts/");
-    second.expect("✓ bash: late-approved");
+    let dialog = second.expect("[y] allow once");
+    assert!(dialog.contains("$ echo late-approved"), "{dialog}");
+    second.press(&["y"]);
+    second.expect(&format!("approved once by rein (pid {}, /dev/pts/", second.pid()));
+    second.expect("✓ bash echo late-approved");
     second.expect("Finished after the late answer.");
-    second.send("/quit\r");
+    second.type_text("/quit");
+    second.press(&["Enter"]);
     assert_eq!(second.wait(), Some(0));
 }

@@ -271,3 +271,44 @@ fn a_prompt_to_a_busy_session_is_queued_and_shows_only_its_own_run() {
     assert_exit(&first, 0);
     assert_eq!(stdout(&first), "first answer\n");
 }
+
+#[test]
+fn options_after_the_prompt_are_options_and_a_double_dash_ends_them() {
+    let env = CliEnv::start(vec![Reply::text("flagged answer"), Reply::text("dashed answer")]);
+    let output = env.run(&["run", "hello there", "--approve", "yolo", "--json"]);
+    assert_exit(&output, 0);
+    // --json took effect: every stdout line is an event.
+    let lines = json_lines(&stdout(&output));
+    assert!(kinds(&lines).contains(&"agent_end".to_string()), "{lines:?}");
+    let requests = env.requests();
+    assert!(request_mentions(&requests[0], "hello there"));
+    assert!(!request_mentions(&requests[0], "--approve"), "the options reached the model");
+    // After --, words that look like options are prompt text.
+    let output = env.run(&["run", "--approve", "yolo", "--", "explain", "--json"]);
+    assert_exit(&output, 0);
+    // Piped stdout gets plain text: the answer and nothing else.
+    assert_eq!(stdout(&output), "dashed answer\n");
+    assert!(request_mentions(&env.requests()[1], "explain --json"));
+}
+
+#[test]
+fn a_failed_first_prompt_leaves_no_session_and_continue_skips_empty_ones() {
+    let env = CliEnv::start(vec![Reply::fault(Fault::ServerError), Reply::text("kept answer")]);
+    let failed = env.run(&["run", "--approve", "yolo", "doomed"]);
+    assert_exit(&failed, 1);
+    assert!(stderr(&failed).contains("removed"), "{}", stderr(&failed));
+    let listed = env.rpc_ok("session/list", json!({}));
+    assert_eq!(listed["sessions"], json!([]), "the failed session stayed: {listed}");
+
+    let kept = env.run(&["run", "--approve", "yolo", "a real question"]);
+    assert_exit(&kept, 0);
+    let kept_id = session_id(&stderr(&kept));
+    // A newer session without any prompt (a client that created one and left).
+    let project = cli_support::path_str(&env.project_dir());
+    let empty = env.rpc_ok("session/create", json!({"cwd": project}));
+    assert_ne!(empty["session_id"], json!(kept_id));
+    env.fake.push(Reply::text("continued"));
+    let continued = env.run(&["run", "-c", "go on"]);
+    assert_exit(&continued, 0);
+    assert_eq!(session_id(&stderr(&continued)), kept_id, "-c picked the empty session");
+}

@@ -7,6 +7,7 @@
 
 use crate::client::{Client, ClientError};
 use crate::commands::exit;
+use crate::follow::{Followed, Follower};
 use crate::gap::{Gap, StreamCursor};
 use crate::interrupt::Interrupts;
 use crate::render::{Chunk, RenderOptions, Renderer, Stream};
@@ -14,7 +15,7 @@ use crate::resolve;
 use crate::session::{self, ApproveArg, SessionRequest, Target};
 use crate::style::Style;
 use clap::Args;
-use rein_protocol::event::{ApprovalDecision, EndReason, SessionEvent, SubscriptionItem};
+use rein_protocol::event::{ApprovalDecision, EndReason, SessionEvent};
 use rein_protocol::method::{
     ApprovalRespondParams, BusyBehavior, PromptDisposition, PromptParams, PromptResult, RunLimits,
     SandboxMode, SessionRef,
@@ -62,8 +63,9 @@ pub struct RunArgs {
     /// Print every event as one JSON line on stdout instead of text.
     #[arg(long)]
     pub json: bool,
-    /// The prompt; read from stdin when absent or `-`.
-    #[arg(value_name = "PROMPT", trailing_var_arg = true)]
+    /// The prompt; read from stdin when absent or `-`. Options may follow it; `--` ends the
+    /// options, so everything after it is prompt text even when it starts with `-`.
+    #[arg(value_name = "PROMPT")]
     pub prompt: Vec<String>,
 }
 
@@ -180,7 +182,15 @@ pub async fn run(socket: &Path, args: RunArgs) -> Result<u8, ClientError> {
         },
         verify: (!args.verify.is_empty()).then(|| VerifyRequest::Commands(args.verify.clone())),
     };
-    let started: PromptResult = client.request::<rq::SessionPrompt>(params).await?;
+    let started: PromptResult = match client.request::<rq::SessionPrompt>(params).await {
+        Ok(started) => started,
+        Err(error) => {
+            if created {
+                session::discard_if_unanswered(&mut client, &session_id).await;
+            }
+            return Err(error);
+        }
+    };
     let mut follower = RunFollower {
         client,
         session_id,
@@ -188,11 +198,19 @@ pub async fn run(socket: &Path, args: RunArgs) -> Result<u8, ClientError> {
         queued: started.disposition == PromptDisposition::Queued,
         json: args.json,
         approvals,
-        cursor,
+        follower: Follower::new(cursor),
         end_check: None,
         renderer: Renderer::new(RenderOptions { style: Style::for_stderr(), interactive: false }),
     };
-    follower.follow(&mut interrupts).await
+    let code = follower.follow(&mut interrupts).await;
+    // A first prompt that failed leaves no session behind (`rein run -c` would pick it).
+    if created && matches!(code, Ok(exit::FAILURE) | Err(_)) {
+        let session_id = follower.session_id.clone();
+        if session::discard_if_unanswered(&mut follower.client, &session_id).await {
+            eprintln!("rein: the session was removed, since nothing was answered in it");
+        }
+    }
+    code
 }
 
 /// Reads a run's events until it is over.
@@ -205,8 +223,8 @@ struct RunFollower {
     json: bool,
     approvals: bool,
     renderer: Renderer,
-    /// Where the follower is in the stream, for filling gaps.
-    cursor: StreamCursor,
+    /// Follows the session's events, filling gaps.
+    follower: Follower,
     /// Set when a gap was filled after the run may have ended: the gap, and the seq by which
     /// the run's end must have been seen if it was not lost in the gap.
     end_check: Option<(Gap, u64)>,
@@ -237,27 +255,21 @@ impl RunFollower {
                 }
                 notice = self.client.next_session_item() => notice?,
             };
-            let envelope = match notice.item {
-                SubscriptionItem::Event(envelope) => envelope,
-                SubscriptionItem::Lagged { .. } => {
-                    // The replay buffer may still hold what we missed.
-                    self.cursor.resume(&mut self.client).await?;
-                    continue;
-                }
-                SubscriptionItem::ResyncRequired { oldest_buffered_seq, .. } => {
-                    let gap = self.fill_gap(oldest_buffered_seq, ended.is_some()).await?;
+            let (envelope, raw) = match self.follower.accept(&mut self.client, notice).await? {
+                Some(Followed::Event { envelope, raw }) => (envelope, raw),
+                Some(Followed::Gap(gap)) => {
+                    self.after_gap(&gap, ended.is_some());
                     // The run's start may have been lost in the gap.
                     ours = ours || gap.running.as_deref() == Some(self.run_id.as_str());
                     if ended.is_none()
-                        && let Some(code) = self.check_lost_end(self.cursor.last_seq())
+                        && let Some(code) = self.check_lost_end(self.follower.cursor().last_seq())
                     {
                         return Ok(code);
                     }
                     continue;
                 }
-                SubscriptionItem::Keepalive { .. } | SubscriptionItem::Unknown => continue,
+                None => continue,
             };
-            self.cursor.observe(&envelope);
             if ended.is_none()
                 && !matches!(&envelope.event, SessionEvent::AgentEnd { run_id, .. } if *run_id == self.run_id)
                 && let Some(code) = self.check_lost_end(envelope.seq)
@@ -275,7 +287,7 @@ impl RunFollower {
                 continue;
             }
             if self.json {
-                println!("{}", notice.raw);
+                println!("{raw}");
             } else {
                 print_chunks(self.renderer.render_envelope(&envelope));
             }
@@ -299,17 +311,11 @@ impl RunFollower {
         Ok(if cancel_sent { exit::CANCELLED } else { exit_code(reason, outcome) })
     }
 
-    /// After `resync_required`: the events since the last one seen are gone. Follows on from
-    /// the oldest one still buffered and reports the hole with the entries that fill it. When
-    /// the run may have ended inside it, its end is looked for in what follows
+    /// After a gap was filled (see [`Follower`]): reports the hole with the entries that fill
+    /// it. When the run may have ended inside it, its end is looked for in what follows
     /// ([`RunFollower::check_lost_end`]).
-    async fn fill_gap(
-        &mut self,
-        oldest_buffered_seq: u64,
-        ended: bool,
-    ) -> Result<Gap, ClientError> {
-        let gap = self.cursor.fill(&mut self.client, oldest_buffered_seq).await?;
-        self.report_gap(&gap, None);
+    fn after_gap(&mut self, gap: &Gap, ended: bool) {
+        self.report_gap(gap, None);
         let ours_running = gap.running.as_deref() == Some(self.run_id.as_str());
         let waiting_behind_another = self.queued && gap.running.is_some();
         if !ended && !ours_running && !waiting_behind_another {
@@ -317,7 +323,6 @@ impl RunFollower {
             // last seq at the filling, or it was lost with the gap.
             self.end_check = Some((gap.clone(), gap.last_seq_then));
         }
-        Ok(gap)
     }
 
     /// With a gap pending its check: once everything up to the seq the session had reached
@@ -411,6 +416,36 @@ mod tests {
         assert_eq!(exit_code(EndReason::TimeLimit, none), 5);
         assert_eq!(exit_code(EndReason::ToolFailureLimit, none), 6);
         assert_eq!(exit_code(EndReason::Cancelled, none), 130);
+    }
+
+    #[derive(Debug, clap::Parser)]
+    struct Line {
+        #[command(flatten)]
+        args: RunArgs,
+    }
+
+    fn parse(words: &[&str]) -> RunArgs {
+        use clap::Parser;
+        let line = Line::try_parse_from(std::iter::once("run").chain(words.iter().copied()));
+        match line {
+            Ok(line) => line.args,
+            Err(error) => panic!("{words:?}: {error}"),
+        }
+    }
+
+    #[test]
+    fn options_after_the_prompt_are_options_and_a_double_dash_ends_them() {
+        let args = parse(&["hello there", "--approve", "yolo", "--json"]);
+        assert_eq!(args.prompt, ["hello there"]);
+        assert!(args.json);
+        assert_eq!(args.approve, Some(ApproveArg::Yolo));
+        let args = parse(&["fix", "it", "--max-turns", "3"]);
+        assert_eq!(args.prompt, ["fix", "it"]);
+        assert_eq!(args.max_turns, Some(3));
+        let args = parse(&["--json", "--", "explain", "--json", "-c"]);
+        assert!(args.json);
+        assert!(!args.continue_);
+        assert_eq!(args.prompt, ["explain", "--json", "-c"]);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! run, an approval answer, a shell command or a slash command.
 
 use rein_protocol::event::ApprovalDecision;
-use rein_protocol::method::ExportFormat;
+use rein_protocol::method::{ApprovalPolicy, ExportFormat};
 use rein_protocol::model::ThinkingLevel;
 use std::path::PathBuf;
 
@@ -104,6 +104,20 @@ pub enum Slash {
     },
     /// `/diff [TURN]`: the changes of a turn, or of the latest run.
     Diff(Option<u32>),
+    /// `/new`: a new session in the same directory.
+    New,
+    /// `/resume`: pick an earlier session of the directory.
+    Resume,
+    /// `/fork`: continue in a copy of the session.
+    Fork,
+    /// `/rename NAME`: name the session.
+    Rename(String),
+    /// `/approve [ask|auto-edit|yolo]`: show or change the approval policy.
+    Approve(Option<ApprovalPolicy>),
+    /// `/clear`: clear the screen (the session keeps everything).
+    Clear,
+    /// `/status`: the session's model, context, tokens, cost, policy and queue.
+    Status,
 }
 
 /// The help text for the interactive prompt.
@@ -127,6 +141,13 @@ Ctrl-C cancels the run; on an idle prompt press it twice (or Ctrl-D) to leave.
   /cancel                     cancel the run
   /undo [TURN] [--force]      put the files back as they were before the last (or a) turn
   /diff [TURN]                the file changes of the latest run (or of one turn)
+  /new                        start a new session in this directory
+  /resume                     pick an earlier session of this directory
+  /fork                       continue in a copy of this session
+  /rename NAME                name this session
+  /approve [ask|auto-edit|yolo]  show or change the approval policy
+  /status                     model, context use, tokens, cost, policy and queue
+  /clear                      clear the screen (the session keeps everything)
   /quit                       leave (the session stays in the daemon)";
 
 /// Reads a typed line; `Err` carries a usage message for a malformed slash command.
@@ -243,6 +264,22 @@ fn parse_slash(command: &str) -> Result<Slash, String> {
                 .map_err(|_| "usage: /diff [TURN]".into()),
             _ => Err("usage: /diff [TURN]".into()),
         },
+        "new" => Ok(Slash::New),
+        "resume" => Ok(Slash::Resume),
+        "fork" => Ok(Slash::Fork),
+        "rename" if !rest.is_empty() => Ok(Slash::Rename(rest.to_string())),
+        "rename" => Err("usage: /rename NAME".into()),
+        "approve" => match words.as_slice() {
+            [] => Ok(Slash::Approve(None)),
+            ["ask"] => Ok(Slash::Approve(Some(ApprovalPolicy::Ask))),
+            ["auto-edit" | "auto_edit" | "autoedit"] => {
+                Ok(Slash::Approve(Some(ApprovalPolicy::AutoEdit)))
+            }
+            ["yolo"] => Ok(Slash::Approve(Some(ApprovalPolicy::Yolo))),
+            _ => Err("usage: /approve [ask|auto-edit|yolo]".into()),
+        },
+        "clear" => Ok(Slash::Clear),
+        "status" => Ok(Slash::Status),
         other => Err(format!("unknown command /{other}; /help lists them")),
     }
 }
@@ -311,6 +348,14 @@ mod tests {
         assert_eq!(slash("/undo"), Slash::Undo { turn: None, force: false });
         assert_eq!(slash("/undo 3 --force"), Slash::Undo { turn: Some(3), force: true });
         assert_eq!(slash("/diff 2"), Slash::Diff(Some(2)));
+        assert_eq!(slash("/rename parser work"), Slash::Rename("parser work".into()));
+        assert_eq!(slash("/approve auto-edit"), Slash::Approve(Some(ApprovalPolicy::AutoEdit)));
+        assert_eq!(slash("/approve"), Slash::Approve(None));
+        assert_eq!(slash("/resume"), Slash::Resume);
+        assert_eq!(slash("/fork"), Slash::Fork);
+        assert_eq!(slash("/new"), Slash::New);
+        assert_eq!(slash("/status"), Slash::Status);
+        assert_eq!(slash("/clear"), Slash::Clear);
     }
 
     #[test]
@@ -320,6 +365,8 @@ mod tests {
         assert!(parse_line("/thinking lots").unwrap_err().contains("usage"));
         assert!(parse_line("/expand 0").unwrap_err().contains("usage"));
         assert!(parse_line("/frobnicate").unwrap_err().contains("unknown command"));
+        assert!(parse_line("/rename").unwrap_err().contains("usage"));
+        assert!(parse_line("/approve sometimes").unwrap_err().contains("usage"));
     }
 
     #[test]

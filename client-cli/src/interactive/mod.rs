@@ -10,20 +10,21 @@
 pub mod input;
 mod output;
 
-use crate::client::{Client, ClientError};
+use crate::client::{Client, ClientError, SessionNotice};
 use crate::commands::session::{self as session_cmd, Report};
 use crate::commands::{checkpoints, exit};
+use crate::follow::{Followed, Follower};
 use crate::gap::StreamCursor;
 use crate::render::{RenderOptions, Renderer, ToolOutcome, summarize_arguments};
 use crate::session::{self, SessionRequest};
 use crate::style::Style;
 use input::{BusyMode, HELP, Line, Slash};
 use output::Output;
-use rein_protocol::event::{SessionEvent, SubscriptionItem};
+use rein_protocol::event::SessionEvent;
 use rein_protocol::method::{
     ApprovalRespondParams, BusyBehavior, HistoryPageParams, MessagesResult, PromptParams,
-    QueueMessageParams, RunLimits, SessionRef, SetModelParams, SetThinkingParams, ShellParams,
-    names,
+    QueueMessageParams, RenameParams, RunLimits, SessionRef, SessionState, SetApprovalPolicyParams,
+    SetModelParams, SetThinkingParams, ShellParams, names,
 };
 use rustyline::error::ReadlineError;
 use serde_json::Value;
@@ -95,12 +96,19 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
         idle_interrupt: false,
         renderer: Renderer::new(RenderOptions { style, interactive: true }),
         output,
-        cursor: StreamCursor::new(&state.session_id, state.last_seq, state.leaf_id.clone()),
+        follower: Follower::new(StreamCursor::new(
+            &state.session_id,
+            state.last_seq,
+            state.leaf_id.clone(),
+        )),
     };
     let code = attach.event_loop(input_rx, &next_tx).await;
     let _ = next_tx.send(Next::Stop);
     drop(next_tx);
     let _ = editor_thread.join();
+    if created {
+        session::discard_if_unanswered(&mut attach.client, &attach.session_id).await;
+    }
     code
 }
 
@@ -186,8 +194,8 @@ struct Attach {
     idle_interrupt: bool,
     renderer: Renderer,
     output: Output,
-    /// Where this attach is in the event stream, for filling gaps.
-    cursor: StreamCursor,
+    /// Follows the session's events, filling gaps.
+    follower: Follower,
 }
 
 impl Attach {
@@ -208,7 +216,7 @@ impl Attach {
                     }
                 }
                 notice = self.client.next_session_item() => match notice {
-                    Ok(notice) => self.handle_item(notice.item).await,
+                    Ok(notice) => self.handle_item(notice).await,
                     Err(error) => {
                         self.output.print(&format!("rein: {error}; press Enter to leave\n"));
                         let _ = input.recv().await;
@@ -219,23 +227,24 @@ impl Attach {
         }
     }
 
-    async fn handle_item(&mut self, item: SubscriptionItem) {
-        let envelope = match item {
-            SubscriptionItem::Event(envelope) => envelope,
-            SubscriptionItem::Lagged { .. } => {
-                // The replay buffer may still hold what was missed.
-                if let Err(error) = self.cursor.resume(&mut self.client).await {
-                    self.output.print(&format!("rein: cannot resubscribe: {error}\n"));
-                }
+    async fn handle_item(&mut self, notice: SessionNotice) {
+        let envelope = match self.follower.accept(&mut self.client, notice).await {
+            Ok(Some(Followed::Event { envelope, .. })) => envelope,
+            Ok(Some(Followed::Gap(gap))) => {
+                // What the session recorded in the hole; requests still waiting are sent
+                // again on the new subscription.
+                self.output.chunks(self.renderer.finish());
+                self.approvals.clear();
+                self.running = gap.running.is_some();
+                self.output.print(&gap.text());
                 return;
             }
-            SubscriptionItem::ResyncRequired { oldest_buffered_seq, .. } => {
-                self.fill_gap(oldest_buffered_seq).await;
+            Ok(None) => return,
+            Err(error) => {
+                self.output.print(&format!("rein: cannot follow the session: {error}\n"));
                 return;
             }
-            SubscriptionItem::Keepalive { .. } | SubscriptionItem::Unknown => return,
         };
-        self.cursor.observe(&envelope);
         let chunks = self.renderer.render_envelope(&envelope);
         self.output.chunks(chunks);
         match envelope.event {
@@ -248,21 +257,6 @@ impl Attach {
                 self.approvals.retain(|pending| *pending != request_id)
             }
             _ => {}
-        }
-    }
-
-    /// After `resync_required`: shows what the session recorded in the hole (see `gap`) and
-    /// follows on from the oldest event still buffered.
-    async fn fill_gap(&mut self, oldest_buffered_seq: u64) {
-        self.output.chunks(self.renderer.finish());
-        // Requests still waiting are sent again on the new subscription.
-        self.approvals.clear();
-        match self.cursor.fill(&mut self.client, oldest_buffered_seq).await {
-            Ok(gap) => {
-                self.running = gap.running.is_some();
-                self.output.print(&gap.text());
-            }
-            Err(error) => self.output.print(&format!("rein: cannot resync: {error}\n")),
         }
     }
 
@@ -451,6 +445,27 @@ impl Attach {
                 let report = checkpoints::undo(client, Some(&session), &cwd, turn, force).await;
                 self.show(report);
             }
+            Slash::Rename(name) => {
+                let params = RenameParams { session_id: session, name };
+                self.call_quietly(names::SESSION_RENAME, params).await;
+            }
+            Slash::Approve(Some(policy)) => {
+                let params = SetApprovalPolicyParams { session_id: session, policy };
+                self.call_quietly(names::SESSION_SET_APPROVAL_POLICY, params).await;
+            }
+            Slash::Approve(None) | Slash::Status => {
+                let state: Result<SessionState, _> = self
+                    .client
+                    .call_as(names::SESSION_STATE, SessionRef { session_id: session })
+                    .await;
+                match state {
+                    Ok(state) => self.output.print(&format!("{}\n", status_text(&state))),
+                    Err(error) => self.output.print(&format!("error: {error}\n")),
+                }
+            }
+            Slash::New | Slash::Resume | Slash::Fork | Slash::Clear => {
+                self.output.print("that command needs the full-screen client (a terminal)\n");
+            }
             Slash::Diff(turn) => {
                 let cwd = self.cwd.clone();
                 let report =
@@ -460,6 +475,35 @@ impl Attach {
         }
         Next::ReadAnother
     }
+}
+
+/// What `/status` says about a session: where it is, its model and policy, how full its
+/// context is, what it used and cost, and what is queued.
+pub fn status_text(state: &SessionState) -> String {
+    let percent = match state.context_window {
+        0 => 0,
+        window => state.context_tokens.saturating_mul(100) / window,
+    };
+    let mut text = format!(
+        "session {}{}\n  directory {}\n  model {} (thinking {})\n  approval policy {}\n  context {} of {} tokens ({percent}%)\n  used {} tokens, ${:.4}\n  queue {} steering, {} follow-up\n  {}",
+        state.session_id,
+        state.name.as_deref().map(|name| format!(" \"{name}\"")).unwrap_or_default(),
+        state.cwd,
+        state.model,
+        state.thinking_level.as_str(),
+        state.approval_policy.as_str(),
+        state.context_tokens,
+        state.context_window,
+        state.usage.total_tokens,
+        state.usage.cost.total,
+        state.queues.steering.len(),
+        state.queues.follow_up.len(),
+        if state.running { "a run is active" } else { "idle" },
+    );
+    if !state.trusted {
+        text.push_str("\n  project not trusted (/trust reads its AGENTS.md and settings)");
+    }
+    text
 }
 
 /// The full output of the `n`-th (1-based) tool call, or of the last one.

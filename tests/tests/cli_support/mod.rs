@@ -252,3 +252,166 @@ impl Drop for Pty {
 fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
+
+/// `rein` in a real terminal: a tmux pane of its own tmux server (a private socket), so the
+/// full-screen client runs as it does for a person. [`Tmux::expect`] waits until the screen
+/// shows a text; [`Tmux::screen`] is what a person would see.
+pub struct Tmux {
+    socket: std::path::PathBuf,
+    status_file: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Tmux {
+    /// Whether tmux is installed; tests print why they skip when it is not.
+    pub fn available() -> bool {
+        let found = Command::new("tmux").arg("-V").output().is_ok_and(|out| out.status.success());
+        if !found {
+            eprintln!("skipped: tmux is not installed (apt-get install tmux)");
+        }
+        found
+    }
+
+    /// Starts `rein ARGS` in the project directory on a `width`x`height` terminal with a UTF-8
+    /// locale; `extra_env` adds variables (e.g. `NO_COLOR`).
+    pub fn spawn(
+        env: &CliEnv,
+        args: &[&str],
+        size: (u16, u16),
+        extra_env: &[(&str, &str)],
+    ) -> Self {
+        let dir = tempfile::Builder::new().prefix("rein-tmux-").tempdir().unwrap();
+        let socket = dir.path().join("tmux.sock");
+        // The pane stays after rein exits, so its exit status can be read.
+        let config = dir.path().join("tmux.conf");
+        std::fs::write(&config, "set -g remain-on-exit on\nset -g status off\n").unwrap();
+        let rein = env.rein();
+        let mut line = shell_quote(&rein.get_program().to_string_lossy());
+        for arg in args {
+            line.push(' ');
+            line.push_str(&shell_quote(arg));
+        }
+        let mut command = Command::new("tmux");
+        command.arg("-S").arg(&socket).arg("-f").arg(&config).args(["new-session", "-d"]);
+        command.args(["-x", &size.0.to_string(), "-y", &size.1.to_string()]);
+        command.args(["-c", &path_str(env.project.path())]);
+        let mut vars: Vec<(String, Option<String>)> = rein
+            .get_envs()
+            .map(|(k, v)| {
+                (k.to_string_lossy().into_owned(), v.map(|v| v.to_string_lossy().into_owned()))
+            })
+            .collect();
+        vars.push(("LANG".into(), Some("C.UTF-8".into())));
+        vars.push(("TERM".into(), Some("xterm-256color".into())));
+        for (key, value) in extra_env {
+            vars.push((key.to_string(), Some(value.to_string())));
+        }
+        // env takes its -u options before the assignments.
+        let mut prefix = String::from("env");
+        for (key, _) in vars.iter().filter(|(_, value)| value.is_none()) {
+            prefix.push_str(&format!(" -u {}", shell_quote(key)));
+        }
+        for (key, value) in &vars {
+            if let Some(value) = value {
+                prefix.push_str(&format!(" {}", shell_quote(&format!("{key}={value}"))));
+            }
+        }
+        // The shell records rein's exit status: tmux may be slow to reap a pane's process.
+        let status_file = dir.path().join("status");
+        command.arg(format!("{prefix} {line}; echo $? > {}", shell_quote(&path_str(&status_file))));
+        command.env("TERM", "xterm-256color");
+        let status = command.status().unwrap();
+        assert!(status.success(), "tmux new-session failed");
+        Self { socket, status_file, _dir: dir }
+    }
+
+    fn tmux(&self, args: &[&str]) -> Output {
+        Command::new("tmux").arg("-S").arg(&self.socket).args(args).output().unwrap()
+    }
+
+    /// What the screen shows now, as plain text.
+    pub fn screen(&self) -> String {
+        stdout(&self.tmux(&["capture-pane", "-p", "-t", "0"]))
+    }
+
+    /// The screen with its colours (escape sequences), to check what is painted how.
+    pub fn screen_with_colours(&self) -> String {
+        stdout(&self.tmux(&["capture-pane", "-p", "-e", "-t", "0"]))
+    }
+
+    /// Types `text` literally.
+    pub fn type_text(&self, text: &str) {
+        self.tmux(&["send-keys", "-t", "0", "-l", text]);
+    }
+
+    /// Presses keys by tmux name (`Enter`, `C-c`, `Escape`, `Tab`, `PageUp`).
+    pub fn press(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "0"];
+        args.extend_from_slice(keys);
+        self.tmux(&args);
+    }
+
+    /// Waits until the screen shows `needle`; returns the screen.
+    pub fn expect(&self, needle: &str) -> String {
+        self.expect_that(needle, |screen| screen.contains(needle))
+    }
+
+    /// Waits until `done` holds for the screen; `what` names it in the failure.
+    pub fn expect_that(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+        let deadline = std::time::Instant::now() + EXPECT_TIMEOUT;
+        loop {
+            let screen = self.screen();
+            if done(&screen) {
+                return screen;
+            }
+            if std::time::Instant::now() > deadline {
+                panic!("timed out waiting for {what:?}; the screen:\n{screen}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// The pid of `rein` in the pane (the child of the pane's shell).
+    pub fn pid(&self) -> u32 {
+        let shell = stdout(&self.tmux(&["display-message", "-p", "-t", "0", "#{pane_pid}"]));
+        let children =
+            Command::new("ps").args(["-o", "pid=", "--ppid", shell.trim()]).output().unwrap();
+        stdout(&children).split_whitespace().next().and_then(|pid| pid.parse().ok()).unwrap()
+    }
+
+    /// Waits for `rein` to exit and returns its exit status (`None` when a signal ended it).
+    pub fn wait(&self) -> Option<i32> {
+        let deadline = std::time::Instant::now() + EXPECT_TIMEOUT;
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&self.status_file)
+                && text.ends_with('\n')
+            {
+                // The shell reports death by signal N as 128 + N.
+                return text.trim().parse().ok().filter(|code| *code < 128);
+            }
+            if std::time::Instant::now() > deadline {
+                panic!("rein did not exit; the screen:\n{}", self.screen());
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.tmux(&["kill-server"]);
+    }
+}
+
+/// The session id in the banner the client shows first (`new session ID (` or `attached to
+/// ID (`).
+pub fn banner_id(screen: &str) -> String {
+    screen
+        .lines()
+        .find_map(|line| {
+            let rest =
+                line.split("new session ").nth(1).or_else(|| line.split("attached to ").nth(1))?;
+            rest.split_whitespace().next().map(str::to_string)
+        })
+        .unwrap_or_default()
+}

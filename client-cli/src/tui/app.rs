@@ -1,0 +1,890 @@
+//! The terminal client's state: the transcript, the status line, pending approvals, the input
+//! box and the overlays, changed by session events ([`App::apply`]) and keys ([`App::key`]).
+//!
+//! The app never talks to the daemon: keys become [`Action`]s that the runtime carries out,
+//! so everything here is testable without a terminal or a daemon.
+
+use super::editor::Editor;
+use super::theme::{Role, Theme};
+use super::transcript::{Ended, Transcript, ViewOptions};
+use crate::interactive::input::{self, BusyMode, Line as Typed, Slash};
+use crate::render::{
+    RenderOptions, Renderer, approval_text, client_text, summarize_arguments, user_text,
+};
+use crate::style::Style as AnsiStyle;
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use rein_protocol::event::{ApprovalDecision, EndReason, EventEnvelope, SessionEvent};
+use rein_protocol::message::Message;
+use rein_protocol::method::{ApprovalPolicy, SessionState, SessionSummary};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// How long after an approval was answered a bare `y`, `a` or `n` is held back instead of
+/// being sent as a prompt (it was most likely meant for the dialog that just closed).
+pub const ANSWER_GUARD: Duration = Duration::from_secs(5);
+
+/// What the session is doing, for the status line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Activity {
+    /// Nothing runs.
+    Idle,
+    /// A request to the model is out; nothing streamed yet.
+    WaitingForModel,
+    /// The model is reasoning.
+    Thinking,
+    /// The model is writing its answer.
+    Writing,
+    /// A tool runs.
+    RunningTool(String),
+    /// A tool call waits for a person's answer.
+    WaitingForApproval,
+    /// The context is being summarized.
+    Compacting,
+}
+
+impl Activity {
+    fn label(&self) -> String {
+        match self {
+            Self::Idle => "ready".into(),
+            Self::WaitingForModel => "waiting for model".into(),
+            Self::Thinking => "thinking".into(),
+            Self::Writing => "writing".into(),
+            Self::RunningTool(name) => format!("running `{name}`"),
+            Self::WaitingForApproval => "waiting for approval".into(),
+            Self::Compacting => "compacting".into(),
+        }
+    }
+}
+
+/// The figures of the status line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Status {
+    /// What the session does now, and since when.
+    pub activity: Activity,
+    /// When the activity started.
+    pub since: Instant,
+    /// When the current run started.
+    pub run_started: Option<Instant>,
+    /// Tokens the session used.
+    pub tokens: u64,
+    /// What the session cost, in US dollars.
+    pub cost: f64,
+    /// Tokens of the context the next request sends.
+    pub context_tokens: u64,
+    /// The model's context window.
+    pub context_window: u64,
+    /// Queued steering and follow-up messages.
+    pub queue: (usize, usize),
+}
+
+/// A tool call waiting for an answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Approval {
+    /// The request id.
+    pub request_id: String,
+    /// The tool.
+    pub tool_name: String,
+    /// Its arguments.
+    pub arguments: Value,
+    /// Why it asks.
+    pub reason: String,
+    /// The change, for `edit` and `write`.
+    pub diff: Option<String>,
+}
+
+/// The session picker of `/resume`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Picker {
+    /// Sessions with a prompt, most recent first.
+    pub sessions: Vec<SessionSummary>,
+    /// The highlighted one.
+    pub selected: usize,
+}
+
+/// What the session is, for the status line and commands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionView {
+    /// Its id.
+    pub id: String,
+    /// Its name.
+    pub name: Option<String>,
+    /// Its project directory.
+    pub cwd: PathBuf,
+    /// `provider/model`.
+    pub model: String,
+    /// The approval policy.
+    pub policy: ApprovalPolicy,
+    /// The active leaf (where `/fork` forks).
+    pub leaf_id: Option<String>,
+}
+
+/// The link to the daemon.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Connection {
+    /// Connected and subscribed.
+    Up,
+    /// Lost; trying again since then.
+    Lost(Instant),
+}
+
+/// A question the next Ctrl-C answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Confirm {
+    /// Cancel the run and drop the queued messages.
+    CancelAndClear,
+    /// Leave.
+    Quit,
+}
+
+/// What the runtime should do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Send a prompt (a steer or follow-up while running).
+    Send {
+        /// The text.
+        text: String,
+        /// Images its `@path` mentions attach.
+        images: Vec<rein_protocol::message::ContentBlock>,
+        /// Queue it as a follow-up.
+        follow_up: bool,
+    },
+    /// Run a shell command in the session's directory.
+    Shell(String),
+    /// A slash command.
+    Slash(Slash),
+    /// Answer an approval.
+    Answer {
+        /// The request.
+        request_id: String,
+        /// The answer.
+        decision: ApprovalDecision,
+        /// Why, for a denial.
+        reason: Option<String>,
+    },
+    /// Cancel the run (queued messages go on).
+    Cancel,
+    /// Drop the queued messages, then cancel the run.
+    CancelAndClear,
+    /// Switch to another session.
+    Open(String),
+    /// Leave.
+    Quit,
+}
+
+/// The whole client state.
+#[derive(Debug)]
+pub struct App {
+    /// Colours and symbols.
+    pub theme: Theme,
+    /// The session.
+    pub session: SessionView,
+    /// What happened.
+    pub transcript: Transcript,
+    /// The status line.
+    pub status: Status,
+    /// Approvals waiting, oldest first.
+    pub approvals: Vec<Approval>,
+    /// The input box.
+    pub editor: Editor,
+    /// Expanded tool output and reasoning.
+    pub view: ViewOptions,
+    /// Lines scrolled up from the end of the transcript.
+    pub scroll: usize,
+    /// What text typed during a run does.
+    pub mode: BusyMode,
+    /// A pending yes/no question for Ctrl-C.
+    pub confirm: Option<Confirm>,
+    /// The `/resume` picker when open.
+    pub picker: Option<Picker>,
+    /// A one-line hint under the input (completions, how to leave).
+    pub hint: Option<String>,
+    /// The link to the daemon.
+    pub connection: Connection,
+    /// A run is active.
+    pub running: bool,
+    /// The approval a typed reason will deny.
+    pub reason_for: Option<String>,
+    /// When an approval was last answered (anywhere).
+    answered_at: Option<Instant>,
+    /// A held-back answer-like text was shown once; Enter again sends it.
+    held_back: Option<String>,
+    /// Renders the events the transcript shows as plain notices.
+    notices: Renderer,
+}
+
+impl App {
+    /// The app for `state`, drawn with `theme`.
+    pub fn new(state: &SessionState, theme: Theme, history: Vec<String>, now: Instant) -> Self {
+        let cwd = PathBuf::from(&state.cwd);
+        let mut app = Self {
+            theme,
+            session: SessionView {
+                id: state.session_id.clone(),
+                name: state.name.clone(),
+                cwd: cwd.clone(),
+                model: state.model.to_string(),
+                policy: state.approval_policy,
+                leaf_id: state.leaf_id.clone(),
+            },
+            transcript: Transcript::new(&cwd),
+            status: Status {
+                activity: Activity::Idle,
+                since: now,
+                run_started: None,
+                tokens: 0,
+                cost: 0.0,
+                context_tokens: 0,
+                context_window: 0,
+                queue: (0, 0),
+            },
+            approvals: Vec::new(),
+            editor: Editor::with_history(history),
+            view: ViewOptions::default(),
+            scroll: 0,
+            mode: BusyMode::default(),
+            confirm: None,
+            picker: None,
+            hint: None,
+            connection: Connection::Up,
+            running: false,
+            reason_for: None,
+            answered_at: None,
+            held_back: None,
+            notices: Renderer::new(RenderOptions { style: AnsiStyle::plain(), interactive: true }),
+        };
+        app.refresh(state, now);
+        app
+    }
+
+    /// Takes in a fresh `session/state`.
+    pub fn refresh(&mut self, state: &SessionState, now: Instant) {
+        self.session.id = state.session_id.clone();
+        self.session.name = state.name.clone();
+        self.session.model = state.model.to_string();
+        self.session.policy = state.approval_policy;
+        self.session.leaf_id = state.leaf_id.clone();
+        self.status.tokens = state.usage.total_tokens;
+        self.status.cost = state.usage.cost.total;
+        self.status.context_tokens = state.context_tokens;
+        self.status.context_window = state.context_window;
+        self.status.queue = (state.queues.steering.len(), state.queues.follow_up.len());
+        if state.running && !self.running {
+            self.running = true;
+            self.status.run_started = Some(now);
+            self.set_activity(Activity::WaitingForModel, now);
+        } else if !state.running && self.running {
+            self.running = false;
+            self.set_activity(Activity::Idle, now);
+        }
+    }
+
+    fn set_activity(&mut self, activity: Activity, now: Instant) {
+        if self.status.activity != activity {
+            self.status.activity = activity;
+            self.status.since = now;
+        }
+    }
+
+    /// The status line's text, at most `width` columns: the least important figures (run
+    /// time, tokens, model) are left out when it does not fit.
+    pub fn status_text(&self, now: Instant, width: usize) -> String {
+        use super::transcript::seconds;
+        let sep = self.theme.symbol(super::theme::Symbol::Separator);
+        // (priority: lower is dropped first, text)
+        let mut parts: Vec<(u8, String)> = Vec::new();
+        let state = match &self.connection {
+            Connection::Lost(since) => {
+                format!(
+                    "reconnecting to the daemon {}",
+                    seconds(now.saturating_duration_since(*since))
+                )
+            }
+            Connection::Up if self.status.activity == Activity::Idle => {
+                self.status.activity.label()
+            }
+            Connection::Up => format!(
+                "{} {}",
+                self.status.activity.label(),
+                seconds(now.saturating_duration_since(self.status.since))
+            ),
+        };
+        parts.push((9, state));
+        if let Some(started) = self.status.run_started.filter(|_| self.running) {
+            parts.push((1, format!("run {}", seconds(now.saturating_duration_since(started)))));
+        }
+        parts.push((2, format!("{} tokens", compact_count(self.status.tokens))));
+        if let Some(percent) =
+            self.status.context_tokens.saturating_mul(100).checked_div(self.status.context_window)
+        {
+            parts.push((6, format!("context {percent}%")));
+        }
+        parts.push((5, format!("${:.4}", self.status.cost)));
+        parts.push((3, self.session.model.clone()));
+        parts.push((7, format!("approve {}", self.session.policy.as_str())));
+        let (steering, follow_up) = self.status.queue;
+        if steering + follow_up > 0 {
+            parts.push((8, format!("queue {steering} steer, {follow_up} follow-up")));
+        }
+        loop {
+            let text = parts.iter().map(|(_, text)| text.as_str()).collect::<Vec<_>>().join(sep);
+            let fits = unicode_width::UnicodeWidthStr::width(text.as_str()) < width;
+            let lowest = parts.iter().enumerate().min_by_key(|(_, (priority, _))| *priority);
+            match lowest {
+                Some((at, (priority, _))) if !fits && *priority < 9 => {
+                    parts.remove(at);
+                }
+                _ => return text,
+            }
+        }
+    }
+
+    /// Takes in one event of the session.
+    pub fn apply(&mut self, envelope: &EventEnvelope, now: Instant) {
+        let event = &envelope.event;
+        match event {
+            SessionEvent::AgentStart { .. } => {
+                self.running = true;
+                self.status.run_started = Some(now);
+                self.set_activity(Activity::WaitingForModel, now);
+            }
+            SessionEvent::TurnStart { .. } => self.set_activity(Activity::WaitingForModel, now),
+            SessionEvent::MessageStart { message: Message::User(user) } => {
+                self.transcript.user(&user_text(&user.content));
+            }
+            SessionEvent::MessageUpdate { delta } => match delta {
+                rein_protocol::event::AssistantDelta::TextDelta { delta, .. } => {
+                    self.set_activity(Activity::Writing, now);
+                    self.transcript.answer_delta(delta);
+                }
+                rein_protocol::event::AssistantDelta::ThinkingDelta { delta, .. } => {
+                    self.set_activity(Activity::Thinking, now);
+                    self.transcript.thinking_delta(delta);
+                }
+                _ => {}
+            },
+            SessionEvent::MessageEnd { message } => {
+                self.transcript.close();
+                if let Message::Assistant(reply) = message {
+                    self.status.tokens += reply.usage.total_tokens;
+                    self.status.cost += reply.usage.cost.total;
+                    let usage = &reply.usage;
+                    let context = usage.input + usage.cache_read + usage.cache_write + usage.output;
+                    if context > 0 {
+                        self.status.context_tokens = context;
+                    }
+                    if let Some(error) = reply.error_message.as_deref().filter(|e| !e.is_empty()) {
+                        self.transcript.notice(format!("model error: {error}"), Role::Bad);
+                    }
+                }
+            }
+            SessionEvent::ToolExecutionStart { tool_call_id, tool_name, arguments } => {
+                self.set_activity(Activity::RunningTool(tool_name.clone()), now);
+                self.transcript.tool_start(tool_call_id, tool_name, arguments, now);
+            }
+            SessionEvent::ToolExecutionUpdate { tool_call_id, content, .. } => {
+                self.transcript.tool_output(tool_call_id, content);
+            }
+            SessionEvent::ToolExecutionEnd { tool_call_id, tool_name, result } => {
+                let output = result.text();
+                let ended = Ended {
+                    id: tool_call_id,
+                    name: tool_name,
+                    output: &output,
+                    is_error: result.is_error,
+                    details: result.details.as_ref(),
+                };
+                self.transcript.tool_end(ended, now);
+                self.set_activity(Activity::WaitingForModel, now);
+            }
+            SessionEvent::ShellStart { shell_id, command } => {
+                let arguments = serde_json::json!({ "command": command });
+                self.transcript.tool_start(shell_id, "!", &arguments, now);
+            }
+            SessionEvent::ShellOutput { shell_id, chunk } => {
+                self.transcript.tool_text(shell_id, chunk)
+            }
+            SessionEvent::ShellEnd { shell_id, exit_code, cancelled } => {
+                let output = self
+                    .transcript
+                    .tools()
+                    .find(|tool| tool.id == *shell_id)
+                    .map(|tool| tool.output.clone())
+                    .unwrap_or_default();
+                let output = if *cancelled { format!("{output}\n(cancelled)") } else { output };
+                let details = serde_json::json!({ "exitCode": exit_code });
+                let failed = *cancelled || *exit_code != Some(0);
+                let ended = Ended {
+                    id: shell_id,
+                    name: "!",
+                    output: &output,
+                    is_error: failed,
+                    details: Some(&details),
+                };
+                self.transcript.tool_end(ended, now);
+            }
+            SessionEvent::ApprovalRequested {
+                request_id, tool_name, arguments, reason, ..
+            } => {
+                if !self.approvals.iter().any(|a| a.request_id == *request_id) {
+                    let diff = super::diff::proposed(tool_name, arguments, &self.session.cwd);
+                    self.approvals.push(Approval {
+                        request_id: request_id.clone(),
+                        tool_name: tool_name.clone(),
+                        arguments: arguments.clone(),
+                        reason: reason.clone(),
+                        diff,
+                    });
+                    let summary = summarize_arguments(tool_name, arguments);
+                    self.transcript.notice(
+                        format!("approval needed: {tool_name} {summary} ({reason})"),
+                        Role::Notice,
+                    );
+                }
+                self.set_activity(Activity::WaitingForApproval, now);
+            }
+            SessionEvent::ApprovalResolved { request_id, decision, reason, resolved_by } => {
+                let before = self.approvals.len();
+                self.approvals.retain(|a| a.request_id != *request_id);
+                if self.approvals.len() < before {
+                    self.answered_at = Some(now);
+                }
+                if self.reason_for.as_deref() == Some(request_id.as_str()) {
+                    self.reason_for = None;
+                }
+                let by = envelope
+                    .client
+                    .as_ref()
+                    .map(client_text)
+                    .unwrap_or_else(|| resolved_by.clone());
+                let role =
+                    if *decision == ApprovalDecision::Deny { Role::Bad } else { Role::Notice };
+                self.transcript.notice(approval_text(*decision, reason.as_deref(), &by), role);
+                if self.approvals.is_empty() && self.running {
+                    self.set_activity(Activity::WaitingForModel, now);
+                }
+            }
+            SessionEvent::QueueChanged { queues } => {
+                self.status.queue = (queues.steering.len(), queues.follow_up.len());
+            }
+            SessionEvent::ModelChanged { model } => {
+                self.session.model = model.to_string();
+                self.transcript.notice(format!("model: {model}"), Role::Notice);
+            }
+            SessionEvent::ApprovalPolicyChanged { policy } => {
+                self.session.policy = *policy;
+                self.transcript
+                    .notice(format!("approval policy: {}", policy.as_str()), Role::Notice);
+            }
+            SessionEvent::LeafChanged { leaf_id } => self.session.leaf_id = leaf_id.clone(),
+            SessionEvent::CompactionStart { .. } => {
+                self.set_activity(Activity::Compacting, now);
+                self.plain_notice(event);
+            }
+            SessionEvent::CompactionEnd { .. } => {
+                let next = if self.running { Activity::WaitingForModel } else { Activity::Idle };
+                self.set_activity(next, now);
+                self.plain_notice(event);
+            }
+            SessionEvent::AgentEnd { reason, .. } => {
+                self.running = false;
+                self.set_activity(Activity::Idle, now);
+                self.transcript.close();
+                let role = if *reason == EndReason::Error { Role::Bad } else { Role::Dim };
+                self.notice_from_renderer(envelope, role);
+            }
+            SessionEvent::Settled => {
+                self.running = false;
+                self.set_activity(Activity::Idle, now);
+            }
+            SessionEvent::Error { .. } => self.notice_from_renderer(envelope, Role::Bad),
+            _ => self.plain_notice(event),
+        }
+    }
+
+    /// The plain-text renderer's lines for events the transcript has no cell of its own for.
+    fn plain_notice(&mut self, event: &SessionEvent) {
+        let text: String = self.notices.render(event).into_iter().map(|chunk| chunk.text).collect();
+        let text = text.trim_end();
+        if !text.is_empty() {
+            self.transcript.notice(text.to_string(), Role::Notice);
+        }
+    }
+
+    fn notice_from_renderer(&mut self, envelope: &EventEnvelope, role: Role) {
+        let text: String =
+            self.notices.render_envelope(envelope).into_iter().map(|chunk| chunk.text).collect();
+        let text = text.trim_end();
+        if !text.is_empty() {
+            self.transcript.notice(text.to_string(), role);
+        }
+    }
+
+    /// Takes in a key press.
+    pub fn key(&mut self, key: KeyEvent, now: Instant) -> Vec<Action> {
+        if key.kind == KeyEventKind::Release {
+            return Vec::new();
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        let alt = key.modifiers.contains(KeyModifiers::ALT);
+        if ctrl && key.code == KeyCode::Char('c') {
+            return self.interrupt();
+        }
+        if key.code != KeyCode::Char('c') || !ctrl {
+            if self.confirm.is_some() && key.code == KeyCode::Esc {
+                self.confirm = None;
+                self.hint = None;
+                return Vec::new();
+            }
+            if self.confirm == Some(Confirm::Quit) {
+                self.confirm = None;
+                self.hint = None;
+            }
+        }
+        match key.code {
+            KeyCode::PageUp => {
+                self.scroll = self.scroll.saturating_add(10);
+                return Vec::new();
+            }
+            KeyCode::PageDown => {
+                self.scroll = self.scroll.saturating_sub(10);
+                return Vec::new();
+            }
+            KeyCode::Char('o') if ctrl => {
+                self.view.expand_tools = !self.view.expand_tools;
+                return Vec::new();
+            }
+            KeyCode::Char('t') if ctrl => {
+                self.view.show_thinking = !self.view.show_thinking;
+                return Vec::new();
+            }
+            _ => {}
+        }
+        if let Some(picker) = self.picker.as_mut() {
+            match key.code {
+                KeyCode::Up => picker.selected = picker.selected.saturating_sub(1),
+                KeyCode::Down => {
+                    picker.selected =
+                        (picker.selected + 1).min(picker.sessions.len().saturating_sub(1))
+                }
+                KeyCode::Enter => {
+                    let chosen = picker.sessions.get(picker.selected).map(|s| s.session_id.clone());
+                    self.picker = None;
+                    return chosen.map(Action::Open).into_iter().collect();
+                }
+                KeyCode::Esc => self.picker = None,
+                _ => {}
+            }
+            return Vec::new();
+        }
+        // An open approval dialog takes the keys: nothing typed can become a prompt.
+        if self.reason_for.is_none()
+            && let Some(approval) = self.approvals.first()
+        {
+            let request_id = approval.request_id.clone();
+            let answer = |decision| {
+                vec![Action::Answer { request_id: request_id.clone(), decision, reason: None }]
+            };
+            return match key.code {
+                KeyCode::Char('y') | KeyCode::Char('Y') => answer(ApprovalDecision::AllowOnce),
+                KeyCode::Char('a') | KeyCode::Char('A') => answer(ApprovalDecision::AllowSession),
+                KeyCode::Char('n') | KeyCode::Char('N') => answer(ApprovalDecision::Deny),
+                KeyCode::Char('r') | KeyCode::Char('R') => {
+                    self.reason_for = Some(request_id);
+                    self.hint =
+                        Some("type why it is denied, then Enter (Esc: back to the dialog)".into());
+                    Vec::new()
+                }
+                KeyCode::Esc if self.running => vec![Action::Cancel],
+                _ => Vec::new(),
+            };
+        }
+        match key.code {
+            KeyCode::Esc => {
+                if self.reason_for.take().is_some() {
+                    self.editor.clear();
+                    self.hint = None;
+                    return Vec::new();
+                }
+                if self.running {
+                    return vec![Action::Cancel];
+                }
+                self.hint = None;
+                Vec::new()
+            }
+            KeyCode::Char('d') if ctrl => {
+                if self.editor.is_empty() {
+                    vec![Action::Quit]
+                } else {
+                    self.editor.delete();
+                    Vec::new()
+                }
+            }
+            KeyCode::Enter if alt || key.modifiers.contains(KeyModifiers::SHIFT) => {
+                self.editor.insert("\n");
+                Vec::new()
+            }
+            KeyCode::Char('j') if ctrl => {
+                self.editor.insert("\n");
+                Vec::new()
+            }
+            KeyCode::Enter => self.submit(now),
+            KeyCode::Tab => {
+                let cwd = self.session.cwd.clone();
+                let candidates = self.editor.complete(&cwd);
+                self.hint = (!candidates.is_empty()).then(|| candidates.join("  "));
+                Vec::new()
+            }
+            KeyCode::Backspace if ctrl || alt => {
+                self.editor.delete_word();
+                Vec::new()
+            }
+            KeyCode::Backspace => {
+                self.editor.backspace();
+                Vec::new()
+            }
+            KeyCode::Delete => {
+                self.editor.delete();
+                Vec::new()
+            }
+            KeyCode::Left => {
+                self.editor.left();
+                Vec::new()
+            }
+            KeyCode::Right => {
+                self.editor.right();
+                Vec::new()
+            }
+            KeyCode::Home => {
+                self.editor.home();
+                Vec::new()
+            }
+            KeyCode::End => {
+                self.editor.end();
+                Vec::new()
+            }
+            KeyCode::Up => {
+                self.editor.up();
+                Vec::new()
+            }
+            KeyCode::Down => {
+                self.editor.down();
+                Vec::new()
+            }
+            KeyCode::Char('a') if ctrl => {
+                self.editor.home();
+                Vec::new()
+            }
+            KeyCode::Char('e') if ctrl => {
+                self.editor.end();
+                Vec::new()
+            }
+            KeyCode::Char('u') if ctrl => {
+                self.editor.clear();
+                Vec::new()
+            }
+            KeyCode::Char('w') if ctrl => {
+                self.editor.delete_word();
+                Vec::new()
+            }
+            KeyCode::Char(c) if !ctrl => {
+                self.editor.insert(c.encode_utf8(&mut [0; 4]));
+                self.hint = None;
+                Vec::new()
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Pasted text goes into the input box as is (newlines included).
+    pub fn paste(&mut self, text: &str) {
+        if self.approvals.is_empty() || self.reason_for.is_some() {
+            match super::editor::pasted_image_mention(text, &self.session.cwd) {
+                Some(mention) => self.editor.insert(&mention),
+                None => self.editor.insert(text),
+            }
+        }
+    }
+
+    /// Ctrl-C: cancels the run (asking once before dropping queued messages), clears typed
+    /// text, or asks before leaving.
+    fn interrupt(&mut self) -> Vec<Action> {
+        if self.running {
+            let (steering, follow_up) = self.status.queue;
+            if steering + follow_up == 0 {
+                self.confirm = None;
+                return vec![Action::CancelAndClear];
+            }
+            if self.confirm == Some(Confirm::CancelAndClear) {
+                self.confirm = None;
+                self.hint = None;
+                return vec![Action::CancelAndClear];
+            }
+            self.confirm = Some(Confirm::CancelAndClear);
+            self.hint = Some(format!(
+                "Ctrl-C again cancels the run and drops {} queued message(s); Esc keeps them",
+                steering + follow_up
+            ));
+            return Vec::new();
+        }
+        if !self.editor.is_empty() {
+            self.editor.clear();
+            self.reason_for = None;
+            return Vec::new();
+        }
+        if self.confirm == Some(Confirm::Quit) {
+            return vec![Action::Quit];
+        }
+        self.confirm = Some(Confirm::Quit);
+        self.hint = Some("press Ctrl-C again or Ctrl-D to leave".into());
+        Vec::new()
+    }
+
+    /// Enter: sends what was typed.
+    fn submit(&mut self, now: Instant) -> Vec<Action> {
+        if self.editor.text().ends_with('\\') {
+            // A trailing backslash continues on a new line.
+            self.editor.backspace();
+            self.editor.insert("\n");
+            return Vec::new();
+        }
+        if let Some(request_id) = self.reason_for.take() {
+            let reason = self.editor.take().trim().to_string();
+            self.hint = None;
+            return vec![Action::Answer {
+                request_id,
+                decision: ApprovalDecision::Deny,
+                reason: (!reason.is_empty()).then_some(reason),
+            }];
+        }
+        let text = self.editor.text().to_string();
+        let recently_answered =
+            self.answered_at.is_some_and(|at| now.saturating_duration_since(at) < ANSWER_GUARD);
+        if recently_answered
+            && input::parse_approval(&text).is_some()
+            && self.held_back.as_deref() != Some(text.as_str())
+        {
+            self.held_back = Some(text);
+            self.hint = Some(
+                "that approval was already answered; Enter again sends this as a message".into(),
+            );
+            return Vec::new();
+        }
+        self.held_back = None;
+        let text = self.editor.take();
+        self.hint = None;
+        self.scroll = 0;
+        match input::parse_line(&text) {
+            Ok(Typed::Empty) => Vec::new(),
+            Ok(Typed::Text { text, follow_up }) => {
+                let composed = super::editor::compose(&text, &self.session.cwd);
+                let follow_up = follow_up || self.mode == BusyMode::FollowUp;
+                vec![Action::Send { text: composed.text, images: composed.images, follow_up }]
+            }
+            Ok(Typed::Shell(command)) => vec![Action::Shell(command)],
+            Ok(Typed::Slash(Slash::Quit)) => vec![Action::Quit],
+            Ok(Typed::Slash(slash)) => vec![Action::Slash(slash)],
+            Err(usage) => {
+                self.transcript.notice(usage, Role::Bad);
+                Vec::new()
+            }
+        }
+    }
+}
+
+/// `12345` as `12.3k`.
+pub fn compact_count(count: u64) -> String {
+    match count {
+        0..=999 => count.to_string(),
+        1_000..=999_999 => format!("{:.1}k", count as f64 / 1_000.0),
+        _ => format!("{:.1}M", count as f64 / 1_000_000.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn app() -> App {
+        let state = json!({
+            "session_id": "s", "cwd": "/tmp", "model": {"provider": "fake", "model": "m"},
+            "thinking_level": "medium", "approval_policy": "ask", "running": true,
+            "queues": {"steering": [{"id": "q-1", "content": [{"type": "text", "text": "later"}]}], "follow_up": []},
+            "usage": {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0, "total_tokens": 0,
+                "cost": {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0, "total": 0.0}},
+            "context_tokens": 0, "context_window": 1000, "trusted": false, "last_seq": 3, "stream": "x"
+        });
+        let state: SessionState = serde_json::from_value(state).unwrap_or_else(|e| panic!("{e}"));
+        App::new(&state, Theme::default(), Vec::new(), Instant::now())
+    }
+
+    fn press(app: &mut App, code: KeyCode, modifiers: KeyModifiers) -> Vec<Action> {
+        app.key(KeyEvent::new(code, modifiers), Instant::now())
+    }
+
+    #[test]
+    fn ctrl_c_asks_once_before_dropping_the_queue_and_esc_only_cancels() {
+        let mut app = app();
+        assert!(app.running);
+        assert_eq!(press(&mut app, KeyCode::Esc, KeyModifiers::NONE), [Action::Cancel]);
+        assert!(press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL).is_empty());
+        assert!(app.hint.as_deref().is_some_and(|hint| hint.contains("1 queued")));
+        assert_eq!(
+            press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL),
+            [Action::CancelAndClear]
+        );
+        // Idle: twice to leave.
+        app.running = false;
+        assert!(press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL).is_empty());
+        assert_eq!(press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL), [Action::Quit]);
+    }
+
+    #[test]
+    fn multi_line_input_and_steering_while_running() {
+        let mut app = app();
+        for c in "first".chars() {
+            press(&mut app, KeyCode::Char(c), KeyModifiers::NONE);
+        }
+        press(&mut app, KeyCode::Enter, KeyModifiers::ALT);
+        for c in "second".chars() {
+            press(&mut app, KeyCode::Char(c), KeyModifiers::NONE);
+        }
+        assert_eq!(
+            press(&mut app, KeyCode::Enter, KeyModifiers::NONE),
+            [Action::Send { text: "first\nsecond".into(), images: Vec::new(), follow_up: false }]
+        );
+        app.paste(">> queued\nafter");
+        assert_eq!(
+            press(&mut app, KeyCode::Enter, KeyModifiers::NONE),
+            [Action::Send { text: "queued\nafter".into(), images: Vec::new(), follow_up: true }]
+        );
+        assert_eq!(app.editor.history().len(), 2);
+    }
+
+    #[test]
+    fn the_status_line_says_what_runs_and_fits_the_width() {
+        let mut app = app();
+        let now = Instant::now();
+        let start = SessionEvent::ToolExecutionStart {
+            tool_call_id: "c".into(),
+            tool_name: "bash".into(),
+            arguments: json!({"command": "sleep 5"}),
+        };
+        let envelope = EventEnvelope {
+            session_id: "s".into(),
+            seq: 4,
+            timestamp: 0,
+            event: start,
+            client: None,
+        };
+        app.apply(&envelope, now);
+        let text = app.status_text(now + Duration::from_millis(3200), 200);
+        assert!(text.starts_with("running `bash` 3.2 s · run "), "{text}");
+        assert!(text.contains("queue 1 steer, 0 follow-up"), "{text}");
+        assert!(text.contains("approve ask"), "{text}");
+        let narrow = app.status_text(now + Duration::from_millis(3200), 50);
+        assert!(unicode_width::UnicodeWidthStr::width(narrow.as_str()) < 50, "{narrow}");
+        assert!(narrow.contains("queue 1 steer"), "{narrow}");
+    }
+}

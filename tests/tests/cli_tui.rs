@@ -1,0 +1,198 @@
+//! End-to-end: the full-screen client (`rein`, `rein attach`) in real terminals (tmux) against
+//! the real daemon and the scripted provider: text and tool output stream as they arrive, an
+//! edit's approval dialog shows its diff in every attached terminal (also one attaching while
+//! it waits), an answer in one terminal closes the dialog in the other and names who answered,
+//! a stray `y` after that is not sent as a prompt, the client reconnects after `kill -9` of
+//! the daemon, and `NO_COLOR`, a non-UTF-8 locale and an 80x24 terminal are respected.
+
+mod cli_support;
+
+use cli_support::{CliEnv, Tmux, banner_id, stop_daemon};
+use rein_testkit::fake_provider::Reply;
+use serde_json::json;
+
+const SIZE: (u16, u16) = (100, 30);
+
+fn slow_text(text: &str) -> Reply {
+    Reply { delay_ms: Some(60), chunk_size: Some(40), delta_size: Some(4), ..Reply::text(text) }
+}
+
+/// With `REIN_TUI_CAPTURE=DIR`, keeps the screen as `DIR/NAME.txt` (the screens in
+/// docs/cli.md come from here).
+fn capture(name: &str, screen: &str) {
+    if let Ok(dir) = std::env::var("REIN_TUI_CAPTURE") {
+        let path = std::path::Path::new(&dir).join(format!("{name}.txt"));
+        std::fs::write(&path, screen).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    }
+}
+
+/// Whether `screen` (captured with colours) paints `text` in ANSI colour `colour`, as tmux
+/// writes it (`ESC[3Nm` or `ESC[38;5;Nm`).
+fn painted(screen: &str, text: &str, colour: u8) -> bool {
+    screen.contains(&format!("\u{1b}[3{colour}m{text}"))
+        || screen.contains(&format!("\u{1b}[38;5;{colour}m{text}"))
+}
+
+#[test]
+fn text_and_tool_output_stream_as_they_arrive() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = CliEnv::start(vec![
+        Reply::tool_call(
+            "bash",
+            json!({"command": "printf 'out-%s\\n' one; sleep 2; printf 'out-%s\\n' two"}),
+        ),
+        slow_text(
+            "Streaming begins here and the paragraph keeps going for a while until the finale.",
+        ),
+    ]);
+    let term = Tmux::spawn(&env, &["--approve", "yolo"], SIZE, &[]);
+    term.expect("/help for commands");
+    term.type_text("stream please");
+    term.press(&["Enter"]);
+    // The command's first line is on screen while it still runs.
+    let running = term.expect("│ out-one");
+    assert!(running.contains("→ bash printf"), "{running}");
+    assert!(running.contains("running `bash`"), "{running}");
+    assert!(!running.contains("out-two"), "{running}");
+    term.expect("✓ bash printf");
+    // The answer shows its first words before its last one arrived.
+    let partial = term.expect("Streaming");
+    assert!(!partial.contains("finale"), "the answer arrived all at once:\n{partial}");
+    term.expect("finale.");
+    term.press(&["C-d"]);
+    assert_eq!(term.wait(), Some(0));
+}
+
+#[test]
+fn an_edit_approval_shows_its_diff_everywhere_and_one_answer_closes_it() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = CliEnv::start(vec![
+        Reply::tool_call(
+            "edit",
+            json!({"path": "app.py", "edits": [{"oldText": "return 'hi'", "newText": "return 'hello'"}]}),
+        ),
+        Reply::text("Edited the greeting."),
+    ]);
+    std::fs::write(env.project.path().join("app.py"), "def greet():\n    return 'hi'\n").unwrap();
+    let first = Tmux::spawn(&env, &["--approve", "ask"], SIZE, &[("NO_COLOR", "")]);
+    let id = banner_id(&first.expect("/help for commands"));
+    first.type_text("change the greeting");
+    first.press(&["Enter"]);
+    let dialog = first.expect("[y] allow once");
+    capture("edit-approval", &dialog);
+    assert!(dialog.contains("edit app.py (+1 -1)?"), "{dialog}");
+    assert!(dialog.contains("-    return 'hi'"), "{dialog}");
+    assert!(dialog.contains("+    return 'hello'"), "{dialog}");
+    // The added line is green, the removed one red.
+    let coloured = first.screen_with_colours();
+    assert!(painted(&coloured, "  +    return 'hello'", 2), "{coloured}");
+    assert!(painted(&coloured, "  -    return 'hi'", 1), "{coloured}");
+
+    // A terminal attaching while the request waits is shown it too, and answers it.
+    let second = Tmux::spawn(&env, &["attach", &id], SIZE, &[]);
+    let late = second.expect("[y] allow once");
+    assert!(late.contains("+    return 'hello'"), "{late}");
+    let second_pid = second.pid();
+    second.press(&["y"]);
+    let answered = format!("approved once by rein (pid {second_pid}, /dev/pts/");
+    second.expect(&answered);
+    // The dialog is gone in the first terminal, which says who answered.
+    let screen = first.expect(&answered);
+    assert!(!screen.contains("[y] allow once"), "{screen}");
+    // A y typed there now is held back, not sent to the model.
+    first.type_text("y");
+    first.press(&["Enter"]);
+    first.expect("already answered");
+    first.expect("Edited the greeting.");
+    let edited = first.expect("✓ edit app.py");
+    assert!(edited.contains("+1 -1"), "{edited}");
+    assert_eq!(
+        std::fs::read_to_string(env.project.path().join("app.py")).unwrap(),
+        "def greet():\n    return 'hello'\n"
+    );
+    assert_eq!(env.requests().len(), 2);
+    let users: Vec<_> = env.messages(&id).into_iter().filter(|m| m["role"] == "user").collect();
+    assert_eq!(users.len(), 1, "a stray y became a prompt: {users:?}");
+    // The held-back y is still in the first input box; Ctrl-U clears it.
+    first.press(&["C-u"]);
+    for term in [&first, &second] {
+        term.press(&["C-d"]);
+        assert_eq!(term.wait(), Some(0));
+    }
+}
+
+#[test]
+fn the_client_reconnects_after_the_daemon_is_killed() {
+    if !Tmux::available() {
+        return;
+    }
+    let mut env =
+        CliEnv::start(vec![Reply::text("Before the crash."), Reply::text("After the crash.")]);
+    let term = Tmux::spawn(&env, &["--approve", "yolo"], SIZE, &[]);
+    term.expect("/help for commands");
+    term.type_text("first question");
+    term.press(&["Enter"]);
+    term.expect("Before the crash.");
+    env.daemon.kill();
+    term.expect("lost the daemon");
+    // The client starts a new daemon and opens the session again.
+    term.expect("reconnected: the daemon had restarted");
+    term.type_text("second question");
+    term.press(&["Enter"]);
+    let screen = term.expect("After the crash.");
+    assert!(screen.contains("Before the crash."), "{screen}");
+    term.press(&["C-d"]);
+    assert_eq!(term.wait(), Some(0));
+    stop_daemon(&env);
+}
+
+#[test]
+fn markdown_and_tables_fit_an_80x24_terminal_without_colour() {
+    if !Tmux::available() {
+        return;
+    }
+    let answer = "# Result\n\nThe **parser** now handles `empty` input.\n\n| file | change |\n|---|---|\n| lexer.rs | new guard |\n\n```rust\nfn main() {}\n```\n";
+    let env = CliEnv::start(vec![Reply::text(answer)]);
+    let term = Tmux::spawn(&env, &["--approve", "yolo"], (80, 24), &[]);
+    term.expect("/help for commands");
+    term.type_text("summarize");
+    term.press(&["Enter"]);
+    term.expect("done: 1 turn");
+    let screen = term.expect("lexer.rs │ new guard");
+    assert!(screen.contains("# Result"), "{screen}");
+    assert!(screen.contains("The parser now handles empty input."), "{screen}");
+    assert!(screen.contains("  fn main() {}"), "{screen}");
+    assert!(screen.contains("approve yolo"), "{screen}");
+    assert!(screen.lines().all(|line| line.chars().count() <= 80), "{screen}");
+    // NO_COLOR: no colours at all (bold, dim and reverse remain).
+    let coloured = term.screen_with_colours();
+    assert!((0..8).all(|colour| !coloured.contains(&format!("\u{1b}[3{colour}m"))), "{coloured}");
+    assert!(!coloured.contains("\u{1b}[38;5;"), "{coloured}");
+    capture("markdown-80x24", &screen);
+    term.press(&["C-d"]);
+    assert_eq!(term.wait(), Some(0));
+}
+
+#[test]
+fn a_non_utf8_terminal_gets_ascii() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = CliEnv::start(vec![
+        Reply::tool_call("bash", json!({"command": "echo plain"})),
+        Reply::text("Done — with a dash."),
+    ]);
+    let term = Tmux::spawn(&env, &["--approve", "yolo"], SIZE, &[("LANG", "C"), ("LC_ALL", "C")]);
+    term.expect("/help for commands");
+    term.type_text("go");
+    term.press(&["Enter"]);
+    let screen = term.expect("Done ? with a dash.");
+    assert!(screen.contains("+ bash echo plain"), "{screen}");
+    assert!(screen.is_ascii(), "{screen}");
+    term.press(&["C-d"]);
+    assert_eq!(term.wait(), Some(0));
+}
