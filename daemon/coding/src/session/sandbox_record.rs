@@ -9,7 +9,7 @@ use rein_session::Session;
 use serde_json::json;
 
 /// The `custom_type` of the entry.
-pub const SANDBOX_ENTRY: &str = "rein.sandbox";
+pub(crate) const SANDBOX_ENTRY: &str = "rein.sandbox";
 
 /// The entry recording `mode`.
 pub(crate) fn entry(mode: SandboxMode) -> EntryKind {
