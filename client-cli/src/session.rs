@@ -6,8 +6,9 @@ use crate::resolve;
 use clap::ValueEnum;
 use rein_protocol::message::{Message, StopReason};
 use rein_protocol::method::{
-    ApprovalPolicy, CreateSessionParams, DaemonInfo, Empty, HistoryPageParams, MessagesResult,
-    SessionRef, SessionState, SetApprovalPolicyParams, SetModelParams,
+    ApprovalPolicy, CreateSessionParams, DaemonInfo, Empty, ExportFormat, ExportParams,
+    ExportResult, HistoryPageParams, MessagesResult, SessionRef, SessionState,
+    SetApprovalPolicyParams, SetModelParams,
 };
 use rein_protocol::requests as rq;
 use std::path::PathBuf;
@@ -132,21 +133,39 @@ pub fn nothing_answered(messages: &[Message]) -> bool {
     })
 }
 
+/// A session's whole export, fetched page by page (a very large session comes in pages).
+pub async fn export_all(
+    client: &mut Client,
+    session_id: &str,
+    format: ExportFormat,
+) -> Result<ExportResult, ClientError> {
+    let params =
+        |cursor| ExportParams { session_id: session_id.to_string(), format, limit: None, cursor };
+    let mut result: ExportResult = client.request::<rq::SessionExport>(params(None)).await?;
+    while let Some(cursor) = result.next_cursor.take() {
+        let page = client.request::<rq::SessionExport>(params(Some(cursor))).await?;
+        result.content.push_str(&page.content);
+        result.next_cursor = page.next_cursor;
+    }
+    Ok(result)
+}
+
 /// Deletes a session this client created when nothing was answered in it, so a failed first
 /// prompt leaves no session behind for `rein attach` or `rein run -c` to pick. True when it
 /// was deleted. A session that is running (another client prompted it) is kept.
 pub async fn discard_if_unanswered(client: &mut Client, session_id: &str) -> bool {
     let reference = SessionRef { session_id: session_id.to_string() };
-    let state: Result<SessionState, _> = client.call_as(names::SESSION_STATE, &reference).await;
+    let state: Result<SessionState, _> =
+        client.request::<rq::SessionState>(reference.clone()).await;
     if !matches!(state, Ok(ref state) if !state.running) {
         return false;
     }
     let params =
         HistoryPageParams { session_id: session_id.to_string(), limit: None, cursor: None };
-    let messages: Result<MessagesResult, _> = client.call_as(names::SESSION_MESSAGES, params).await;
+    let messages: Result<MessagesResult, _> = client.request::<rq::SessionMessages>(params).await;
     match messages {
         Ok(result) if nothing_answered(&result.messages) => {
-            client.call_as::<serde_json::Value>(names::SESSION_DELETE, &reference).await.is_ok()
+            client.request::<rq::SessionDelete>(reference).await.is_ok()
         }
         _ => false,
     }

@@ -194,6 +194,12 @@ impl Agent {
         Ok(self.control.lock().await.request::<M>(params).await?)
     }
 
+    /// Calls a method by its wire name with JSON params: slash commands, which map a prompt's
+    /// text onto a daemon method chosen at run time.
+    async fn call(&self, method: &str, params: Value) -> Result<Value, AcpError> {
+        Ok(self.control.lock().await.call(method, params).await?)
+    }
+
     /// Answers one request from the editor.
     pub async fn handle_request(
         self: &Arc<Self>,
@@ -274,7 +280,7 @@ impl Agent {
 
     async fn list_sessions(&self, params: &Value) -> Result<Value, AcpError> {
         let cwd = params.get("cwd").and_then(Value::as_str);
-        let params = ListSessionsParams { cwd: cwd.map(str::to_string) };
+        let params = ListSessionsParams { cwd: cwd.map(str::to_string), ..Default::default() };
         let listed = self.request::<rq::SessionList>(params).await?;
         let sessions: Vec<Value> = listed
             .sessions

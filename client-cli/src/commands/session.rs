@@ -12,8 +12,8 @@ use rein_protocol::entry::{EntryKind, SessionEntry};
 use rein_protocol::message::{ContentBlock, Message};
 use rein_protocol::method::{
     BranchParams, BranchResult, CancelResult, CompactParams, CompactResult, Empty, ExportFormat,
-    ExportParams, ExportResult, HistoryPageParams, LabelParams, ModelsResult, QueueMessageParams,
-    QueueMessageResult, SessionRef, SessionSummary, TreeResult, TrustParams,
+    HistoryPageParams, LabelParams, ModelsResult, QueueMessageParams, QueueMessageResult,
+    SessionRef, SessionSummary, TreeResult, TrustParams,
 };
 use rein_protocol::requests as rq;
 use serde::Serialize;
@@ -318,15 +318,7 @@ pub async fn export(
     format: ExportFormat,
 ) -> Result<Report, ClientError> {
     let session_id = open(client, session).await?;
-    let params =
-        |cursor| ExportParams { session_id: session_id.clone(), format, limit: None, cursor };
-    let mut result: ExportResult = client.request::<rq::SessionExport>(params(None)).await?;
-    // A very large text comes in pages; the command prints all of it.
-    while let Some(cursor) = result.next_cursor.take() {
-        let page: ExportResult = client.request::<rq::SessionExport>(params(Some(cursor))).await?;
-        result.content.push_str(&page.content);
-        result.next_cursor = page.next_cursor;
-    }
+    let result = crate::session::export_all(client, &session_id, format).await?;
     let mut text = result.content.clone();
     if !text.is_empty() && !text.ends_with('\n') {
         text.push('\n');

@@ -256,7 +256,7 @@ fn shell_quote(text: &str) -> String {
 /// `rein` in a real terminal: a tmux pane of its own tmux server (a private socket), so the
 /// full-screen client runs as it does for a person. [`Tmux::expect`] waits until the screen
 /// shows a text; [`Tmux::screen`] is what a person would see.
-pub struct Tmux {
+pub(crate) struct Tmux {
     socket: std::path::PathBuf,
     status_file: std::path::PathBuf,
     _dir: tempfile::TempDir,
@@ -264,7 +264,7 @@ pub struct Tmux {
 
 impl Tmux {
     /// Whether tmux is installed; tests print why they skip when it is not.
-    pub fn available() -> bool {
+    pub(crate) fn available() -> bool {
         let found = Command::new("tmux").arg("-V").output().is_ok_and(|out| out.status.success());
         if !found {
             eprintln!("skipped: tmux is not installed (apt-get install tmux)");
@@ -274,7 +274,7 @@ impl Tmux {
 
     /// Starts `rein ARGS` in the project directory on a `width`x`height` terminal with a UTF-8
     /// locale; `extra_env` adds variables (e.g. `NO_COLOR`).
-    pub fn spawn(
+    pub(crate) fn spawn(
         env: &CliEnv,
         args: &[&str],
         size: (u16, u16),
@@ -330,34 +330,34 @@ impl Tmux {
     }
 
     /// What the screen shows now, as plain text.
-    pub fn screen(&self) -> String {
+    pub(crate) fn screen(&self) -> String {
         stdout(&self.tmux(&["capture-pane", "-p", "-t", "0"]))
     }
 
     /// The screen with its colours (escape sequences), to check what is painted how.
-    pub fn screen_with_colours(&self) -> String {
+    pub(crate) fn screen_with_colours(&self) -> String {
         stdout(&self.tmux(&["capture-pane", "-p", "-e", "-t", "0"]))
     }
 
     /// Types `text` literally.
-    pub fn type_text(&self, text: &str) {
+    pub(crate) fn type_text(&self, text: &str) {
         self.tmux(&["send-keys", "-t", "0", "-l", text]);
     }
 
     /// Presses keys by tmux name (`Enter`, `C-c`, `Escape`, `Tab`, `PageUp`).
-    pub fn press(&self, keys: &[&str]) {
+    pub(crate) fn press(&self, keys: &[&str]) {
         let mut args = vec!["send-keys", "-t", "0"];
         args.extend_from_slice(keys);
         self.tmux(&args);
     }
 
     /// Waits until the screen shows `needle`; returns the screen.
-    pub fn expect(&self, needle: &str) -> String {
+    pub(crate) fn expect(&self, needle: &str) -> String {
         self.expect_that(needle, |screen| screen.contains(needle))
     }
 
     /// Waits until `done` holds for the screen; `what` names it in the failure.
-    pub fn expect_that(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn expect_that(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
         let deadline = std::time::Instant::now() + EXPECT_TIMEOUT;
         loop {
             let screen = self.screen();
@@ -372,7 +372,7 @@ impl Tmux {
     }
 
     /// The pid of `rein` in the pane (the child of the pane's shell).
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         let shell = stdout(&self.tmux(&["display-message", "-p", "-t", "0", "#{pane_pid}"]));
         let children =
             Command::new("ps").args(["-o", "pid=", "--ppid", shell.trim()]).output().unwrap();
@@ -380,7 +380,7 @@ impl Tmux {
     }
 
     /// Waits for `rein` to exit and returns its exit status (`None` when a signal ended it).
-    pub fn wait(&self) -> Option<i32> {
+    pub(crate) fn wait(&self) -> Option<i32> {
         let deadline = std::time::Instant::now() + EXPECT_TIMEOUT;
         loop {
             if let Ok(text) = std::fs::read_to_string(&self.status_file)
@@ -405,7 +405,7 @@ impl Drop for Tmux {
 
 /// The session id in the banner the client shows first (`new session ID (` or `attached to
 /// ID (`).
-pub fn banner_id(screen: &str) -> String {
+pub(crate) fn banner_id(screen: &str) -> String {
     screen
         .lines()
         .find_map(|line| {

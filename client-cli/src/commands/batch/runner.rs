@@ -10,12 +10,13 @@ use super::outputs::{
 use super::task::Task;
 use super::workspace::{self, Workspace};
 use crate::client::{Client, ClientError};
+use crate::session;
 use rein_protocol::error::ErrorKind;
 use rein_protocol::event::{EndReason, SessionEvent, SubscriptionItem};
 use rein_protocol::message::Usage;
 use rein_protocol::method::{
-    ApprovalPolicy, ExportFormat, ExportParams, ExportResult, PromptParams, PromptResult,
-    RunLimits, SessionRef, SessionState, names,
+    ApprovalPolicy, ExportFormat, PromptParams, PromptResult, RunLimits, SessionRef, SessionState,
+    names,
 };
 use rein_protocol::verify::RunOutcome;
 use serde_json::{Map, Value, json};
@@ -215,12 +216,7 @@ async fn attempt_task(
     let (end, interrupted) =
         follow_run(&mut client, &session_id, &started.run_id, interrupt.clone()).await?;
 
-    let exported: ExportResult = client
-        .call_as(
-            names::SESSION_EXPORT,
-            ExportParams { session_id: session_id.clone(), format: ExportFormat::Jsonl },
-        )
-        .await?;
+    let exported = session::export_all(&mut client, &session_id, ExportFormat::Jsonl).await?;
     let end = match end {
         Some(end) => end,
         None => end_from_export(&exported.content, &started.run_id),
@@ -526,13 +522,7 @@ async fn export_stopped(socket: &Path, session_id: &str) -> Option<(String, Stri
             tokio::time::timeout(Duration::from_secs(30), wait_idle(&mut client, session_id));
         let _ = waited.await;
     }
-    let exported: ExportResult = client
-        .call_as(
-            names::SESSION_EXPORT,
-            ExportParams { session_id: session_id.to_string(), format: ExportFormat::Jsonl },
-        )
-        .await
-        .ok()?;
+    let exported = session::export_all(&mut client, session_id, ExportFormat::Jsonl).await.ok()?;
     let _ = client.call(names::SESSION_CLOSE, json!(session)).await;
     Some((exported.content, hello.daemon_version))
 }
