@@ -85,6 +85,11 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
         last_attempt: None,
     };
     let result = runtime.start(&state, created).await;
+    // `rein attach` without a session: the most recent one is open, and the picker offers the
+    // others of the directory.
+    if result.is_ok() && request.target == session::Target::Latest && !created {
+        runtime.offer_sessions(false).await;
+    }
     let result = match result {
         Ok(()) => runtime.event_loop(&mut terminal).await,
         Err(error) => Err(error),
@@ -510,6 +515,7 @@ impl Runtime {
                 self.app.transcript.notice(text, Role::Notice);
                 self.call(names::SESSION_CANCEL, SessionRef { session_id }).await;
             }
+            Action::Open(id) if id == session_id => {}
             Action::Open(id) => self.open(&id).await,
             Action::Slash(command) => self.slash(command).await,
         }
