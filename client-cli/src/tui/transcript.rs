@@ -67,6 +67,8 @@ pub struct ToolCell {
     pub started: Instant,
     /// How it ended; `None` while it runs.
     pub end: Option<ToolEnd>,
+    /// It waits for an approval (the dialog shows its diff; the cell does not repeat it).
+    pub asking: bool,
 }
 
 /// One block of the transcript.
@@ -214,6 +216,7 @@ impl Transcript {
             diff,
             started: now,
             end: None,
+            asking: false,
         }));
     }
 
@@ -222,6 +225,13 @@ impl Transcript {
             Cell::Tool(tool) if tool.id == id => Some(tool),
             _ => None,
         })
+    }
+
+    /// Marks whether a tool call waits for an approval.
+    pub fn set_asking(&mut self, id: &str, asking: bool) {
+        if let Some(tool) = self.tool_mut(id) {
+            tool.asking = asking;
+        }
     }
 
     /// More output of a running tool.
@@ -499,7 +509,7 @@ fn tool_lines(
             }
         }
     }
-    if let Some(diff_text) = &tool.diff {
+    if let Some(diff_text) = tool.diff.as_ref().filter(|_| !tool.asking) {
         let painted = diff::lines(diff_text, theme);
         let total = painted.len();
         let shown = if view.expand_tools { total } else { total.min(DIFF_LINES) };
