@@ -557,6 +557,23 @@ mod tests {
     }
 
     #[test]
+    fn reasoning_is_one_dim_line_until_shown() {
+        let now = Instant::now();
+        let theme = Theme::default();
+        let mut transcript = Transcript::new(Path::new("/tmp"));
+        transcript.thinking_delta("first idea\nsecond");
+        transcript.thinking_delta(" idea");
+        let collapsed = transcript.lines(60, theme, ViewOptions::default(), now);
+        assert_eq!(text(&collapsed), ["thinking: first idea (+1 lines, Ctrl-T shows)"]);
+        assert!(collapsed[0].style.add_modifier.contains(ratatui::style::Modifier::DIM));
+        let shown = ViewOptions { expand_tools: false, show_thinking: true };
+        assert_eq!(
+            text(&transcript.lines(60, theme, shown, now)),
+            ["  first idea", "  second idea"]
+        );
+    }
+
+    #[test]
     fn a_failed_tool_keeps_its_last_lines_and_its_exit_code() {
         let now = Instant::now();
         let theme = Theme { color: false, unicode: true };
