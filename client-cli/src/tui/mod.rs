@@ -30,7 +30,6 @@ use app::{Action, App, Connection};
 use crossterm::event::{Event, EventStream};
 use futures::StreamExt;
 use rein_protocol::error::ErrorKind;
-use rein_protocol::event::ApprovalDecision;
 use rein_protocol::message::Message;
 use rein_protocol::method::{
     ApprovalRespondParams, BusyBehavior, HistoryPageParams, MessagesResult, PromptParams,
@@ -489,7 +488,6 @@ impl Runtime {
                     }
                     Err(error) => self.app.transcript.notice(format!("error: {error}"), Role::Bad),
                 }
-                let _ = decision == ApprovalDecision::Deny;
             }
             Action::Cancel => {
                 self.app.transcript.notice("cancelling the run…", Role::Notice);
