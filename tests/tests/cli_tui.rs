@@ -196,3 +196,30 @@ fn a_non_utf8_terminal_gets_ascii() {
     term.press(&["C-d"]);
     assert_eq!(term.wait(), Some(0));
 }
+
+#[test]
+fn attach_without_a_session_offers_the_others_and_skips_empty_ones() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = CliEnv::start(vec![Reply::text("Older answer."), Reply::text("Newer answer.")]);
+    let older = env.run(&["run", "--approve", "yolo", "the older question"]);
+    assert_eq!(older.status.code(), Some(0));
+    let newer = env.run(&["run", "--approve", "yolo", "the newer question"]);
+    assert_eq!(newer.status.code(), Some(0));
+    let newer_id = cli_support::session_id(&cli_support::stderr(&newer));
+    // An empty session, newest of all: neither attached to nor offered.
+    let project = cli_support::path_str(&env.project_dir());
+    env.rpc_ok("session/create", json!({"cwd": project}));
+    let term = Tmux::spawn(&env, &["attach"], SIZE, &[]);
+    term.expect(&format!("attached to {newer_id}"));
+    let picker = term.expect("resume a session");
+    assert!(picker.contains("the newer question"), "{picker}");
+    assert!(picker.contains("the older question"), "{picker}");
+    assert_eq!(picker.matches("  20").count(), 2, "only the two sessions with a prompt: {picker}");
+    term.press(&["Down", "Enter"]);
+    let screen = term.expect("Older answer.");
+    assert!(screen.contains("› the older question"), "{screen}");
+    term.press(&["C-d"]);
+    assert_eq!(term.wait(), Some(0));
+}

@@ -91,6 +91,8 @@ pub struct Approval {
     pub reason: String,
     /// The change, for `edit` and `write`.
     pub diff: Option<String>,
+    /// The tool call it is about.
+    pub tool_call_id: String,
 }
 
 /// The session picker of `/resume`.
@@ -424,9 +426,14 @@ impl App {
                 self.transcript.tool_end(ended, now);
             }
             SessionEvent::ApprovalRequested {
-                request_id, tool_name, arguments, reason, ..
+                request_id,
+                tool_call_id,
+                tool_name,
+                arguments,
+                reason,
             } => {
                 if !self.approvals.iter().any(|a| a.request_id == *request_id) {
+                    self.transcript.set_asking(tool_call_id, true);
                     let diff = super::diff::proposed(tool_name, arguments, &self.session.cwd);
                     self.approvals.push(Approval {
                         request_id: request_id.clone(),
@@ -434,6 +441,7 @@ impl App {
                         arguments: arguments.clone(),
                         reason: reason.clone(),
                         diff,
+                        tool_call_id: tool_call_id.clone(),
                     });
                     let summary = summarize_arguments(tool_name, arguments);
                     self.transcript.notice(
@@ -445,6 +453,11 @@ impl App {
             }
             SessionEvent::ApprovalResolved { request_id, decision, reason, resolved_by } => {
                 let before = self.approvals.len();
+                if let Some(approval) = self.approvals.iter().find(|a| a.request_id == *request_id)
+                {
+                    let tool_call_id = approval.tool_call_id.clone();
+                    self.transcript.set_asking(&tool_call_id, false);
+                }
                 self.approvals.retain(|a| a.request_id != *request_id);
                 if self.approvals.len() < before {
                     self.answered_at = Some(now);

@@ -30,7 +30,6 @@ use app::{Action, App, Connection};
 use crossterm::event::{Event, EventStream};
 use futures::StreamExt;
 use rein_protocol::error::ErrorKind;
-use rein_protocol::event::ApprovalDecision;
 use rein_protocol::message::Message;
 use rein_protocol::method::{
     ApprovalRespondParams, BusyBehavior, HistoryPageParams, MessagesResult, PromptParams,
@@ -85,6 +84,11 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
         last_attempt: None,
     };
     let result = runtime.start(&state, created).await;
+    // `rein attach` without a session: the most recent one is open, and the picker offers the
+    // others of the directory.
+    if result.is_ok() && request.target == session::Target::Latest && !created {
+        runtime.offer_sessions(false).await;
+    }
     let result = match result {
         Ok(()) => runtime.event_loop(&mut terminal).await,
         Err(error) => Err(error),
@@ -484,7 +488,6 @@ impl Runtime {
                     }
                     Err(error) => self.app.transcript.notice(format!("error: {error}"), Role::Bad),
                 }
-                let _ = decision == ApprovalDecision::Deny;
             }
             Action::Cancel => {
                 self.app.transcript.notice("cancelling the run…", Role::Notice);
@@ -510,6 +513,7 @@ impl Runtime {
                 self.app.transcript.notice(text, Role::Notice);
                 self.call(names::SESSION_CANCEL, SessionRef { session_id }).await;
             }
+            Action::Open(id) if id == session_id => {}
             Action::Open(id) => self.open(&id).await,
             Action::Slash(command) => self.slash(command).await,
         }

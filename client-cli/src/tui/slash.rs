@@ -36,6 +36,29 @@ impl Runtime {
         self.client.call_as(names::SESSION_STATE, session).await
     }
 
+    /// Opens the session picker on the sessions of this directory that hold a prompt, most
+    /// recent first. With `others_only` the current session is left out; otherwise it is
+    /// listed and highlighted (Esc keeps it), and the picker opens only when there is a choice.
+    pub(super) async fn offer_sessions(&mut self, others_only: bool) {
+        let current = self.app.session.id.clone();
+        let cwd = self.app.session.cwd.clone();
+        match resolve::list_sessions(&mut self.client, Some(&cwd)).await {
+            Ok(sessions) => {
+                let sessions: Vec<_> = sessions
+                    .into_iter()
+                    .filter(|s| !resolve::is_empty(s))
+                    .filter(|s| !others_only || s.session_id != current)
+                    .collect();
+                if !others_only && sessions.len() < 2 {
+                    return;
+                }
+                let selected = sessions.iter().position(|s| s.session_id == current).unwrap_or(0);
+                self.app.picker = Some(Picker { sessions, selected });
+            }
+            Err(error) => self.app.transcript.notice(format!("error: {error}"), Role::Bad),
+        }
+    }
+
     /// Carries out a slash command.
     pub(super) async fn slash(&mut self, slash: Slash) {
         let session = self.app.session.id.clone();
@@ -53,16 +76,7 @@ impl Runtime {
                     Err(error) => self.app.transcript.notice(format!("error: {error}"), Role::Bad),
                 }
             }
-            Slash::Resume => match resolve::list_sessions(&mut self.client, Some(&cwd)).await {
-                Ok(sessions) => {
-                    let sessions: Vec<_> = sessions
-                        .into_iter()
-                        .filter(|s| !resolve::is_empty(s) && s.session_id != session)
-                        .collect();
-                    self.app.picker = Some(Picker { sessions, selected: 0 });
-                }
-                Err(error) => self.app.transcript.notice(format!("error: {error}"), Role::Bad),
-            },
+            Slash::Resume => self.offer_sessions(true).await,
             Slash::Fork => {
                 let Some(entry_id) = self.app.session.leaf_id.clone() else {
                     self.app.transcript.notice("nothing to fork yet", Role::Notice);

@@ -67,6 +67,8 @@ pub struct ToolCell {
     pub started: Instant,
     /// How it ended; `None` while it runs.
     pub end: Option<ToolEnd>,
+    /// It waits for an approval (the dialog shows its diff; the cell does not repeat it).
+    pub asking: bool,
 }
 
 /// One block of the transcript.
@@ -214,6 +216,7 @@ impl Transcript {
             diff,
             started: now,
             end: None,
+            asking: false,
         }));
     }
 
@@ -222,6 +225,13 @@ impl Transcript {
             Cell::Tool(tool) if tool.id == id => Some(tool),
             _ => None,
         })
+    }
+
+    /// Marks whether a tool call waits for an approval.
+    pub fn set_asking(&mut self, id: &str, asking: bool) {
+        if let Some(tool) = self.tool_mut(id) {
+            tool.asking = asking;
+        }
     }
 
     /// More output of a running tool.
@@ -499,7 +509,7 @@ fn tool_lines(
             }
         }
     }
-    if let Some(diff_text) = &tool.diff {
+    if let Some(diff_text) = tool.diff.as_ref().filter(|_| !tool.asking) {
         let painted = diff::lines(diff_text, theme);
         let total = painted.len();
         let shown = if view.expand_tools { total } else { total.min(DIFF_LINES) };
@@ -544,6 +554,23 @@ mod tests {
         transcript.clear();
         transcript.notice("fresh", Role::Notice);
         assert_eq!(text(&transcript.lines(40, theme, view, now)), ["fresh"]);
+    }
+
+    #[test]
+    fn reasoning_is_one_dim_line_until_shown() {
+        let now = Instant::now();
+        let theme = Theme::default();
+        let mut transcript = Transcript::new(Path::new("/tmp"));
+        transcript.thinking_delta("first idea\nsecond");
+        transcript.thinking_delta(" idea");
+        let collapsed = transcript.lines(60, theme, ViewOptions::default(), now);
+        assert_eq!(text(&collapsed), ["thinking: first idea (+1 lines, Ctrl-T shows)"]);
+        assert!(collapsed[0].style.add_modifier.contains(ratatui::style::Modifier::DIM));
+        let shown = ViewOptions { expand_tools: false, show_thinking: true };
+        assert_eq!(
+            text(&transcript.lines(60, theme, shown, now)),
+            ["  first idea", "  second idea"]
+        );
     }
 
     #[test]
