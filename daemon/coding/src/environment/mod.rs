@@ -4,7 +4,11 @@
 //! - [`LocalEnvironment`]: on the host as the daemon's user, no confinement (`sandbox = "off"`).
 //! - [`sandbox::BwrapSandbox`]: commands run under bubblewrap (`read-only`,
 //!   `workspace-write`); the file operations of the tools obey the same write rules on the host
-//!   side. See `docs/sandbox.md`.
+//!   side.
+//! - [`container::ContainerEnvironment`]: commands run in a container of the session's own
+//!   (`container`).
+//!
+//! See `docs/sandbox.md` for what each promises.
 //!
 //! A session picks one when it loads ([`for_session`]); asking for a sandbox that cannot be had
 //! is an [`EnvironmentError`], never a silent fall back to none.
