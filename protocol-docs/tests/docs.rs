@@ -262,7 +262,11 @@ fn the_schema_document_has_its_parts() {
 mod schema_check {
     use serde_json::{Map, Value, json};
 
-    pub(crate) fn check(schema: &Value, value: &Value, defs: &Map<String, Value>) -> Result<(), String> {
+    pub(crate) fn check(
+        schema: &Value,
+        value: &Value,
+        defs: &Map<String, Value>,
+    ) -> Result<(), String> {
         let root = json!({
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "$defs": defs,

@@ -49,7 +49,10 @@ pub(super) async fn initialize(
 }
 
 /// `daemon/info`.
-pub(super) async fn info(_: Empty, connection: Arc<ConnectionContext>) -> Result<DaemonInfo, RpcError> {
+pub(super) async fn info(
+    _: Empty,
+    connection: Arc<ConnectionContext>,
+) -> Result<DaemonInfo, RpcError> {
     let daemon = &connection.daemon;
     let (disk_free_bytes, low_disk_space) = crate::housekeeping::disk_status(
         &daemon.options.home,
@@ -82,7 +85,10 @@ pub(super) async fn info(_: Empty, connection: Arc<ConnectionContext>) -> Result
 }
 
 /// `daemon/shutdown`: answers, then shuts down gracefully.
-pub(super) async fn shutdown(_: Empty, connection: Arc<ConnectionContext>) -> Result<Ack, RpcError> {
+pub(super) async fn shutdown(
+    _: Empty,
+    connection: Arc<ConnectionContext>,
+) -> Result<Ack, RpcError> {
     tracing::info!(client = %connection.client_name(), "shutdown requested");
     let daemon = connection.daemon.clone();
     // Answer first, then stop: the caller learns the request was taken.

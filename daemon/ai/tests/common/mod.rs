@@ -87,7 +87,9 @@ pub(crate) async fn collect(
 }
 
 /// The final message and, for errors, the kind.
-pub(crate) fn outcome(events: &[AssistantMessageEvent]) -> (AssistantMessage, Option<ProviderErrorKind>) {
+pub(crate) fn outcome(
+    events: &[AssistantMessageEvent],
+) -> (AssistantMessage, Option<ProviderErrorKind>) {
     let finals: Vec<_> = events
         .iter()
         .filter(|e| {
