@@ -6,6 +6,8 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+use rein_protocol::PROTOCOL_VERSION;
+use rein_protocol::method::{ClientCapabilities, InitializeParams};
 use rein_testkit::background::BackgroundFake;
 use rein_testkit::daemon::{DaemonFixture, RawConnection};
 use rein_testkit::fake_provider::Reply;
@@ -14,22 +16,15 @@ use serde_json::{Value, json};
 /// A client that introduced itself; `approvals` tells whether it answers approval requests.
 fn client(daemon: &DaemonFixture, name: &str, approvals: bool, pid: u32) -> RawConnection {
     let mut connection = daemon.connect();
-    connection.call_ok(
-        0,
-        "initialize",
-        json!({"client_name": name, "protocol_version": "1.0",
-               "capabilities": {"approvals": approvals}, "pid": pid, "tty": "/dev/pts/42"}),
-    );
+    connection.initialize(InitializeParams {
+        client_name: name.to_string(),
+        client_version: String::new(),
+        protocol_version: PROTOCOL_VERSION,
+        capabilities: ClientCapabilities { approvals },
+        pid: Some(pid),
+        tty: Some("/dev/pts/42".to_string()),
+    });
     connection
-}
-
-fn subscribe(connection: &mut RawConnection, session: &str, after_seq: Option<u64>) {
-    let mut params = json!({"session_id": session});
-    if let Some(after) = after_seq {
-        params["after_seq"] = json!(after);
-    }
-    let subscription = connection.call_ok(2, "session/subscribe", params);
-    assert!(subscription.is_string(), "{subscription}");
 }
 
 fn find<'a>(events: &'a [Value], kind: &str) -> &'a Value {
@@ -53,10 +48,10 @@ fn a_waiting_approval_outlives_its_approver_and_is_shown_to_the_next_one() {
     let mut prompter = client(&daemon, "script", false, 100);
     let state = prompter.call_ok(1, "session/create", json!({"cwd": project.path()}));
     let session = state["session_id"].as_str().unwrap().to_string();
-    subscribe(&mut prompter, &session, None);
+    prompter.subscribe(&session, None);
 
     let mut first = client(&daemon, "first-editor", true, 200);
-    subscribe(&mut first, &session, None);
+    first.subscribe(&session, None);
     prompter.call_ok(3, "session/prompt", json!({"session_id": session, "text": "write it"}));
     let request = first.events_until("approval_requested").pop().unwrap();
     let request_id = request["event"]["request_id"].as_str().unwrap().to_string();
@@ -69,14 +64,14 @@ fn a_waiting_approval_outlives_its_approver_and_is_shown_to_the_next_one() {
         .as_u64()
         .unwrap();
     let mut watcher = client(&daemon, "watcher", false, 300);
-    subscribe(&mut watcher, &session, Some(last_seq));
+    watcher.subscribe(&session, Some(last_seq));
     let shown = watcher.next_session_item();
     assert_eq!(shown["event"]["kind"], "approval_requested", "{shown}");
     assert_eq!(shown["event"]["request_id"], request_id.as_str());
     assert_eq!(shown["seq"], request["seq"]);
 
     let mut second = client(&daemon, "second-editor", true, 400);
-    subscribe(&mut second, &session, None);
+    second.subscribe(&session, None);
     let shown = second.next_session_item();
     assert_eq!(shown["event"]["request_id"], request_id.as_str(), "{shown}");
     second.call_ok(
@@ -111,7 +106,7 @@ fn a_waiting_approval_outlives_its_approver_and_is_shown_to_the_next_one() {
     assert_eq!(changed["client"]["pid"], 100);
     // Once answered, nothing is replayed any more.
     let mut late = client(&daemon, "late", false, 500);
-    subscribe(&mut late, &session, None);
+    late.subscribe(&session, None);
     prompter.call_ok(6, "session/rename", json!({"session_id": session, "name": "renamed"}));
     let next = late.next_session_item();
     assert_ne!(next["event"]["kind"], "approval_requested", "{next}");
@@ -137,9 +132,9 @@ fn when_every_approver_has_left_the_request_is_denied_after_the_grace_period() {
     let mut prompter = client(&daemon, "script", false, 100);
     let state = prompter.call_ok(1, "session/create", json!({"cwd": project.path()}));
     let session = state["session_id"].as_str().unwrap().to_string();
-    subscribe(&mut prompter, &session, None);
+    prompter.subscribe(&session, None);
     let mut approver = client(&daemon, "editor", true, 200);
-    subscribe(&mut approver, &session, None);
+    approver.subscribe(&session, None);
     prompter.call_ok(3, "session/prompt", json!({"session_id": session, "text": "run it"}));
     approver.events_until("approval_requested");
     // The approver's connection closes: it must stop counting at once, and the run must not
@@ -174,9 +169,9 @@ fn an_approver_that_disconnected_before_the_request_does_not_count() {
     let mut prompter = client(&daemon, "script", false, 100);
     let state = prompter.call_ok(1, "session/create", json!({"cwd": project.path()}));
     let session = state["session_id"].as_str().unwrap().to_string();
-    subscribe(&mut prompter, &session, None);
+    prompter.subscribe(&session, None);
     let mut approver = client(&daemon, "editor", true, 200);
-    subscribe(&mut approver, &session, None);
+    approver.subscribe(&session, None);
     drop(approver);
 
     prompter.call_ok(3, "session/prompt", json!({"session_id": session, "text": "run it"}));

@@ -3,6 +3,9 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
+use rein_protocol::PROTOCOL_VERSION;
+use rein_protocol::method::{ClientCapabilities, CreateSessionParams, InitializeParams};
+use rein_protocol::requests as rq;
 use rein_testkit::background::BackgroundFake;
 use rein_testkit::daemon::{DaemonFixture, RawConnection};
 use rein_testkit::fake_provider::Reply;
@@ -11,27 +14,20 @@ use serde_json::{Value, json};
 /// A client that said who it is; `approvals` tells whether it answers approval requests.
 fn client(daemon: &DaemonFixture, name: &str, approvals: bool) -> RawConnection {
     let mut connection = daemon.connect();
-    connection.call_ok(
-        0,
-        "initialize",
-        json!({"client_name": name, "protocol_version": "1.0",
-               "capabilities": {"approvals": approvals}}),
-    );
+    connection.initialize(InitializeParams {
+        client_name: name.to_string(),
+        client_version: String::new(),
+        protocol_version: PROTOCOL_VERSION,
+        capabilities: ClientCapabilities { approvals },
+        pid: None,
+        tty: None,
+    });
     connection
 }
 
 fn create_session(connection: &mut RawConnection, cwd: &std::path::Path) -> String {
-    let state = connection.call_ok(1, "session/create", json!({"cwd": cwd}));
-    state["session_id"].as_str().unwrap().to_string()
-}
-
-fn subscribe(connection: &mut RawConnection, session: &str, after_seq: Option<u64>) {
-    let mut params = json!({"session_id": session});
-    if let Some(after) = after_seq {
-        params["after_seq"] = json!(after);
-    }
-    let subscription = connection.call_ok(2, "session/subscribe", params);
-    assert!(subscription.is_string(), "{subscription}");
+    let params = CreateSessionParams { cwd: cwd.display().to_string(), ..Default::default() };
+    connection.request::<rq::SessionCreate>(&params).session_id
 }
 
 fn kinds(events: &[Value]) -> Vec<String> {
@@ -61,8 +57,8 @@ fn two_clients_see_identical_streams_and_share_prompt_steer_and_cancel() {
     let mut a = client(&daemon, "a", false);
     let mut b = client(&daemon, "b", false);
     let session = create_session(&mut a, project.path());
-    subscribe(&mut a, &session, None);
-    subscribe(&mut b, &session, None);
+    a.subscribe(&session, None);
+    b.subscribe(&session, None);
 
     let run = a.call_ok(3, "session/prompt", json!({"session_id": session, "text": "go"}));
     assert_eq!(run["disposition"], "started");
@@ -119,16 +115,16 @@ fn a_client_that_reconnects_with_its_last_seq_misses_nothing() {
     let daemon = fake.daemon("approval_policy = \"yolo\"");
     let mut watcher = client(&daemon, "watcher", false);
     let session = create_session(&mut watcher, project.path());
-    subscribe(&mut watcher, &session, None);
+    watcher.subscribe(&session, None);
     let mut flaky = client(&daemon, "flaky", false);
-    subscribe(&mut flaky, &session, None);
+    flaky.subscribe(&session, None);
     watcher.call_ok(3, "session/prompt", json!({"session_id": session, "text": "go"}));
     let before = flaky.events_until("tool_execution_end");
     let last_seq = before.last().unwrap()["seq"].as_u64().unwrap();
     drop(flaky);
     let all = watcher.events_until("settled");
     let mut back = client(&daemon, "flaky-again", false);
-    subscribe(&mut back, &session, Some(last_seq));
+    back.subscribe(&session, Some(last_seq));
     let after = back.events_until("settled");
     let mut joined = before;
     joined.extend(after);
@@ -150,8 +146,8 @@ fn a_client_that_stops_reading_is_lagged_without_stalling_the_others() {
     let mut reader = client(&daemon, "reader", false);
     let session = create_session(&mut reader, project.path());
     let mut stuck = client(&daemon, "stuck", false);
-    subscribe(&mut stuck, &session, None);
-    subscribe(&mut reader, &session, None);
+    stuck.subscribe(&session, None);
+    reader.subscribe(&session, None);
     reader.call_ok(3, "session/prompt", json!({"session_id": session, "text": "talk"}));
     let events = reader.events_until("settled");
     let numbers = seqs(&events);
@@ -185,8 +181,8 @@ fn an_approval_is_answered_by_a_second_client() {
     let mut prompter = client(&daemon, "script", false);
     let mut approver = client(&daemon, "editor", true);
     let session = create_session(&mut prompter, project.path());
-    subscribe(&mut approver, &session, None);
-    subscribe(&mut prompter, &session, None);
+    approver.subscribe(&session, None);
+    prompter.subscribe(&session, None);
     prompter.call_ok(3, "session/prompt", json!({"session_id": session, "text": "write it"}));
     let request = approver.events_until("approval_requested").pop().unwrap();
     let request_id = request["event"]["request_id"].as_str().unwrap().to_string();
@@ -263,7 +259,7 @@ fn a_daemon_killed_during_a_tool_call_restarts_with_a_repaired_history() {
     let mut daemon = fake.daemon("approval_policy = \"yolo\"");
     let mut a = client(&daemon, "a", false);
     let session = create_session(&mut a, project.path());
-    subscribe(&mut a, &session, None);
+    a.subscribe(&session, None);
     a.call_ok(3, "session/prompt", json!({"session_id": session, "text": "wait"}));
     let seen = a.events_until("tool_execution_start");
     let cursor = seen.last().unwrap()["seq"].as_u64().unwrap();
@@ -296,7 +292,7 @@ fn a_daemon_killed_during_a_tool_call_restarts_with_a_repaired_history() {
     assert_eq!(calls, results, "every call has exactly one result");
 
     fake.push(Reply::text("back again"));
-    subscribe(&mut b, &session, None);
+    b.subscribe(&session, None);
     b.call_ok(3, "session/prompt", json!({"session_id": session, "text": "still there?"}));
     let events = b.events_until("settled");
     assert_eq!(end_reason(&events), "completed");
@@ -323,7 +319,7 @@ fn graceful_shutdown_cancels_runs_and_leaves_valid_histories() {
     let mut daemon = fake.daemon("approval_policy = \"yolo\"");
     let mut a = client(&daemon, "a", false);
     let session = create_session(&mut a, project.path());
-    subscribe(&mut a, &session, None);
+    a.subscribe(&session, None);
     a.call_ok(3, "session/prompt", json!({"session_id": session, "text": "wait"}));
     a.events_until("tool_execution_start");
     a.call_ok(4, "daemon/shutdown", json!({}));

@@ -6,7 +6,7 @@
 //! methods that only touch that state under a short lock, so they answer at once, never
 //! queued behind the run they control. Runs proceed on a tokio task.
 
-use crate::events::{EventHub, EventReceiver};
+use crate::events::{EmittedCount, EventHub, EventReceiver};
 use crate::history::unanswered_calls;
 use crate::hooks::{AgentHooks, NoHooks};
 use crate::limits::RunLimits;
@@ -354,6 +354,13 @@ impl Harness {
     /// Receives every event emitted from now on, in order.
     pub fn subscribe(&self) -> EventReceiver {
         self.shared.events.subscribe()
+    }
+
+    /// Like [`Harness::subscribe`], with the count of emitted events and how many were emitted
+    /// before this subscription, so its reader can tell when it has seen everything emitted up
+    /// to a given moment without a second subscription.
+    pub fn subscribe_counted(&self) -> (EventReceiver, EmittedCount, u64) {
+        self.shared.events.subscribe_counted()
     }
 
     /// Starts a run with the default limits and returns its id at once. Fails with `Busy`

@@ -124,7 +124,7 @@ pub mod toolset;
 #[cfg(test)]
 mod test_support;
 
-pub use events::EventReceiver;
+pub use events::{EmittedCount, EventReceiver};
 pub use harness::{Harness, HarnessConfig, HarnessError, PromptReceipt, QueueReceipt};
 pub use hooks::{
     AgentHooks, NoHooks, RequestEdit, RequestView, StopDecision, StopView, ToolCallContext,

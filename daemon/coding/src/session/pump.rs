@@ -10,12 +10,12 @@
 //!
 //! Hooks that touch the session file or emit events of their own first call
 //! [`EventPump::catch_up`], which waits until everything the harness emitted before the call
-//! has been forwarded (and so persisted). It counts the harness's events on a second
-//! subscription (the "tap") that sees exactly what the forwarder sees.
+//! has been forwarded (and so persisted). It compares the harness's count of emitted events
+//! with how many the forwarder has passed on; no second subscription is needed.
 
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
-use rein_agent::{EventReceiver, Harness};
+use rein_agent::{EmittedCount, Harness};
 use rein_protocol::event::{EndReason, SessionEvent};
 use rein_protocol::message::Message;
 use tokio::sync::watch;
@@ -25,25 +25,12 @@ use super::environment::EventSink;
 use super::journal::Journal;
 use super::run_record::SetupSlot;
 
-/// Counts the harness's events as they are emitted.
-struct Tap {
-    receiver: EventReceiver,
-    emitted: u64,
-}
-
-impl Tap {
-    /// Counts everything emitted so far and returns the total.
-    fn count(&mut self) -> u64 {
-        while self.receiver.try_recv().is_ok() {
-            self.emitted += 1;
-        }
-        self.emitted
-    }
-}
-
 /// The forwarding task of one session and its progress.
 pub(crate) struct EventPump {
-    tap: Arc<Mutex<Tap>>,
+    /// The harness's count of emitted events.
+    emitted: EmittedCount,
+    /// Events emitted before the pump subscribed (never forwarded).
+    before: u64,
     forwarded: watch::Receiver<u64>,
     task: Mutex<Option<JoinHandle<()>>>,
 }
@@ -58,27 +45,22 @@ impl EventPump {
         on_failure: OnFailure,
         setup: SetupSlot,
     ) -> Self {
-        // Both subscriptions are made before anything runs, so they see the same events.
-        let tap = Arc::new(Mutex::new(Tap { receiver: harness.subscribe(), emitted: 0 }));
-        let mut events = harness.subscribe();
+        let (mut events, emitted, before) = harness.subscribe_counted();
         let (progress, forwarded) = watch::channel(0_u64);
-        let task_tap = Arc::clone(&tap);
         let task = tokio::spawn(async move {
             let mut done = 0_u64;
             while let Some(event) = events.recv().await {
                 forward(&journal, &sink, &on_failure, &setup, event);
                 done += 1;
-                // Keep the tap drained so it never holds more than the backlog.
-                lock(&task_tap).count();
                 progress.send_replace(done);
             }
         });
-        Self { tap, forwarded, task: Mutex::new(Some(task)) }
+        Self { emitted, before, forwarded, task: Mutex::new(Some(task)) }
     }
 
     /// Waits until every event the harness emitted before this call has been forwarded.
     pub(crate) async fn catch_up(&self) {
-        let target = lock(&self.tap).count();
+        let target = self.emitted.get().saturating_sub(self.before);
         let mut forwarded = self.forwarded.clone();
         // An error means the task ended (the session closed): nothing is left to wait for.
         let _ = forwarded.wait_for(|done| *done >= target).await;
@@ -97,10 +79,6 @@ impl Drop for EventPump {
     fn drop(&mut self) {
         self.stop();
     }
-}
-
-fn lock(tap: &Mutex<Tap>) -> MutexGuard<'_, Tap> {
-    tap.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// What the pump calls to stop the run after a failed write.
