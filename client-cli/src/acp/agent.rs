@@ -194,12 +194,6 @@ impl Agent {
         Ok(self.control.lock().await.request::<M>(params).await?)
     }
 
-    /// Calls a method by its wire name with JSON params: slash commands, which map a prompt's
-    /// text onto a daemon method chosen at run time.
-    async fn call(&self, method: &str, params: Value) -> Result<Value, AcpError> {
-        Ok(self.control.lock().await.call(method, params).await?)
-    }
-
     /// Answers one request from the editor.
     pub async fn handle_request(
         self: &Arc<Self>,
@@ -333,10 +327,7 @@ impl Agent {
 
     /// Runs a slash command: its daemon call, then a one-line report as the agent's message.
     async fn run_slash(&self, session_id: &str, call: SlashCall) -> Result<Value, AcpError> {
-        let mut params = call.params.clone();
-        params["session_id"] = json!(session_id);
-        let result = self.call(call.method, params).await?;
-        let text = commands::report(&call, &result);
+        let text = call.run(&mut *self.control.lock().await, session_id).await?;
         let update = json!({"sessionUpdate": "agent_message_chunk",
             "content": {"type": "text", "text": text}});
         self.peer.notify("session/update", json!({"sessionId": session_id, "update": update}));

@@ -1,7 +1,13 @@
 //! Slash commands offered to the editor (`available_commands_update`) and run when a prompt
 //! starts with one of them: each maps onto one daemon method instead of going to the model.
 
+use crate::client::{Client, ClientError};
+use rein_protocol::checkpoint::{UndoParams, UndoResult};
+use rein_protocol::method::{
+    CompactParams, CompactResult, RenameParams, SetModelParams, SetThinkingParams,
+};
 use rein_protocol::model::ThinkingLevel;
+use rein_protocol::requests as rq;
 use serde_json::{Value, json};
 
 /// One slash command the adapter offers.
@@ -65,13 +71,70 @@ pub fn opened_session(method: &str, params: &Value, result: Option<&Value>) -> O
     id.and_then(Value::as_str).map(str::to_string)
 }
 
-/// A slash command from a prompt, as the daemon call that carries it out.
+/// A slash command from a prompt: the daemon call that carries it out, with its argument.
 #[derive(Debug, Clone, PartialEq)]
-pub struct SlashCall {
-    /// The daemon method.
-    pub method: &'static str,
-    /// Its params without `session_id`.
-    pub params: Value,
+pub enum SlashCall {
+    /// `session/compact`, with what the summary should keep.
+    Compact {
+        /// Focus for the summary; none when the command has no text.
+        instructions: Option<String>,
+    },
+    /// `session/undo` of the latest turn not undone yet.
+    Undo,
+    /// `session/rename` to this name.
+    Rename(String),
+    /// `session/set_model` to this `provider/model`.
+    Model(String),
+    /// `session/set_thinking` to this level.
+    Thinking(ThinkingLevel),
+}
+
+impl SlashCall {
+    /// Makes the daemon call for session `session_id` and returns a one-line report of it for
+    /// the editor.
+    pub async fn run(self, client: &mut Client, session_id: &str) -> Result<String, ClientError> {
+        let session_id = session_id.to_string();
+        Ok(match self {
+            Self::Compact { instructions } => {
+                let params = CompactParams { session_id, instructions };
+                compacted(&client.request::<rq::SessionCompact>(params).await?)
+            }
+            Self::Undo => {
+                let params = UndoParams { session_id, ..UndoParams::default() };
+                undone(&client.request::<rq::SessionUndo>(params).await?)
+            }
+            Self::Rename(name) => {
+                let params = RenameParams { session_id, name: name.clone() };
+                client.request::<rq::SessionRename>(params).await?;
+                format!("Renamed the session to {}.", json!(name))
+            }
+            Self::Model(model) => {
+                let params = SetModelParams { session_id, model: model.clone() };
+                client.request::<rq::SessionSetModel>(params).await?;
+                format!("Switched the model to {}.", json!(model))
+            }
+            Self::Thinking(level) => {
+                let params = SetThinkingParams { session_id, level };
+                client.request::<rq::SessionSetThinking>(params).await?;
+                format!("Thinking level set to {}.", json!(level))
+            }
+        })
+    }
+}
+
+/// The report of a finished `/compact`.
+fn compacted(result: &CompactResult) -> String {
+    format!("Compacted the context: {} → {} tokens.", result.tokens_before, result.tokens_after)
+}
+
+/// The report of a finished `/undo`.
+fn undone(result: &UndoResult) -> String {
+    format!(
+        "Undid turn {}: {} file(s) restored, {} removed.",
+        result.turn,
+        result.restored.len(),
+        result.removed.len()
+    )
 }
 
 /// The daemon call for `text` when it is one of the offered slash commands; `Ok(None)` for
@@ -85,50 +148,24 @@ pub fn parse(text: &str) -> Result<Option<SlashCall>, String> {
         Some((name, rest)) => (name, rest.trim()),
         None => (command, ""),
     };
-    let call = |method, params| Ok(Some(SlashCall { method, params }));
     match name {
         "compact" => {
-            let instructions = (!rest.is_empty()).then_some(rest);
-            call("session/compact", json!({"instructions": instructions}))
+            let instructions = (!rest.is_empty()).then(|| rest.to_string());
+            Ok(Some(SlashCall::Compact { instructions }))
         }
-        "undo" if rest.is_empty() => call("session/undo", json!({})),
+        "undo" if rest.is_empty() => Ok(Some(SlashCall::Undo)),
         "undo" => Err("usage: /undo".into()),
-        "rename" if !rest.is_empty() => call("session/rename", json!({"name": rest})),
+        "rename" if !rest.is_empty() => Ok(Some(SlashCall::Rename(rest.to_string()))),
         "rename" => Err("usage: /rename NAME".into()),
         "model" if !rest.is_empty() && !rest.contains(char::is_whitespace) => {
-            call("session/set_model", json!({"model": rest}))
+            Ok(Some(SlashCall::Model(rest.to_string())))
         }
         "model" => Err("usage: /model provider/model".into()),
         "thinking" => match ThinkingLevel::parse(rest) {
-            Some(level) => call("session/set_thinking", json!({"level": level})),
+            Some(level) => Ok(Some(SlashCall::Thinking(level))),
             None => Err("usage: /thinking off|minimal|low|medium|high|xhigh".into()),
         },
         _ => Ok(None),
-    }
-}
-
-/// A one-line report of a finished slash command for the editor, from the daemon's result.
-pub fn report(call: &SlashCall, result: &Value) -> String {
-    match call.method {
-        "session/compact" => format!(
-            "Compacted the context: {} → {} tokens.",
-            result.get("tokens_before").and_then(Value::as_u64).unwrap_or(0),
-            result.get("tokens_after").and_then(Value::as_u64).unwrap_or(0)
-        ),
-        "session/undo" => {
-            let count =
-                |field: &str| result.get(field).and_then(Value::as_array).map_or(0, Vec::len);
-            format!(
-                "Undid turn {}: {} file(s) restored, {} removed.",
-                result.get("turn").and_then(Value::as_u64).unwrap_or(0),
-                count("restored"),
-                count("removed")
-            )
-        }
-        "session/rename" => format!("Renamed the session to {}.", call.params["name"]),
-        "session/set_model" => format!("Switched the model to {}.", call.params["model"]),
-        "session/set_thinking" => format!("Thinking level set to {}.", call.params["level"]),
-        other => format!("{other} done."),
     }
 }
 
@@ -154,18 +191,28 @@ mod tests {
         }
         assert_eq!(
             parse("/compact keep the tests"),
-            Ok(Some(SlashCall {
-                method: "session/compact",
-                params: json!({"instructions": "keep the tests"})
-            }))
+            Ok(Some(SlashCall::Compact { instructions: Some("keep the tests".into()) }))
         );
-        assert_eq!(
-            parse("/thinking high"),
-            Ok(Some(SlashCall {
-                method: "session/set_thinking",
-                params: json!({"level": "high"})
-            }))
-        );
+        assert_eq!(parse("/thinking high"), Ok(Some(SlashCall::Thinking(ThinkingLevel::High))));
+    }
+
+    #[test]
+    fn reports_read_the_typed_results() {
+        let result = UndoResult {
+            turn: 3,
+            restored: vec!["a.rs".into(), "b.rs".into()],
+            removed: vec!["new.rs".into()],
+            overwritten: Vec::new(),
+            entry_id: "e1".into(),
+        };
+        assert_eq!(undone(&result), "Undid turn 3: 2 file(s) restored, 1 removed.");
+        let result = CompactResult {
+            entry_id: "e2".into(),
+            tokens_before: 900,
+            tokens_after: 120,
+            summary: String::new(),
+        };
+        assert_eq!(compacted(&result), "Compacted the context: 900 → 120 tokens.");
     }
 
     #[test]

@@ -22,12 +22,12 @@ use input::{BusyMode, HELP, Line, Slash};
 use output::Output;
 use rein_protocol::event::SessionEvent;
 use rein_protocol::method::{
-    ApprovalRespondParams, BusyBehavior, HistoryPageParams, MessagesResult, PromptParams,
-    QueueMessageParams, RenameParams, RunLimits, SessionRef, SessionState, SetApprovalPolicyParams,
-    SetModelParams, SetThinkingParams, ShellParams, names,
+    ApprovalRespondParams, BusyBehavior, HistoryPageParams, PromptParams, QueueMessageParams,
+    RenameParams, RunLimits, SessionRef, SessionState, SetApprovalPolicyParams, SetModelParams,
+    SetThinkingParams, ShellParams,
 };
+use rein_protocol::requests::{self as rq, Method};
 use rustyline::error::ReadlineError;
-use serde_json::Value;
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use tokio::sync::mpsc;
@@ -123,8 +123,7 @@ async fn show_recent(client: &mut Client, session_id: &str, output: &mut Output)
         limit: Some(RECENT_MESSAGES as u32),
         cursor: None,
     };
-    let result: Result<MessagesResult, _> = client.call_as(names::SESSION_MESSAGES, params).await;
-    match result {
+    match client.request::<rq::SessionMessages>(params).await {
         Ok(result) if !result.messages.is_empty() => {
             let shown = result.messages.len() as u64;
             let skip = result.total.saturating_sub(shown);
@@ -276,7 +275,7 @@ impl Attach {
                 decision,
                 reason,
             };
-            self.call_quietly(names::APPROVAL_RESPOND, params).await;
+            self.call_quietly::<rq::ApprovalRespond>(params).await;
             return Next::ReadAnother;
         }
         match input::parse_line(&line) {
@@ -291,7 +290,7 @@ impl Attach {
                     command,
                     add_to_context: true,
                 };
-                self.call_quietly(names::SESSION_SHELL, params).await;
+                self.call_quietly::<rq::SessionShell>(params).await;
                 Next::ReadAnother
             }
             Ok(Line::Slash(slash)) => self.slash(slash).await,
@@ -306,7 +305,7 @@ impl Attach {
         if self.running {
             self.output.print("cancelling the run…\n");
             let params = SessionRef { session_id: self.session_id.clone() };
-            self.call_quietly(names::SESSION_CANCEL, params).await;
+            self.call_quietly::<rq::SessionCancel>(params).await;
             return Next::ReadAnother;
         }
         if self.idle_interrupt {
@@ -326,8 +325,11 @@ impl Attach {
                 text,
                 images: Vec::new(),
             };
-            let method = if follow_up { names::SESSION_FOLLOW_UP } else { names::SESSION_STEER };
-            self.call_quietly(method, params).await;
+            if follow_up {
+                self.call_quietly::<rq::SessionFollowUp>(params).await;
+            } else {
+                self.call_quietly::<rq::SessionSteer>(params).await;
+            }
             return;
         }
         let params = PromptParams {
@@ -338,14 +340,14 @@ impl Attach {
             limits: RunLimits::default(),
             verify: None,
         };
-        if self.call_quietly(names::SESSION_PROMPT, params).await {
+        if self.call_quietly::<rq::SessionPrompt>(params).await {
             self.running = true;
         }
     }
 
     /// Makes a call whose result needs no printing; prints its error. True when it worked.
-    async fn call_quietly(&mut self, method: &str, params: impl serde::Serialize) -> bool {
-        match self.client.call_as::<Value>(method, params).await {
+    async fn call_quietly<M: Method>(&mut self, params: M::Params) -> bool {
+        match self.client.request::<M>(params).await {
             Ok(_) => true,
             Err(error) => {
                 self.output.print(&format!("error: {error}\n"));
@@ -372,11 +374,11 @@ impl Attach {
             }
             Slash::Model(Some(model)) => {
                 let params = SetModelParams { session_id: session, model };
-                self.call_quietly(names::SESSION_SET_MODEL, params).await;
+                self.call_quietly::<rq::SessionSetModel>(params).await;
             }
             Slash::Thinking(level) => {
                 let params = SetThinkingParams { session_id: session, level };
-                self.call_quietly(names::SESSION_SET_THINKING, params).await;
+                self.call_quietly::<rq::SessionSetThinking>(params).await;
             }
             Slash::Compact(instructions) => {
                 self.output.print("compacting…\n");
@@ -447,18 +449,15 @@ impl Attach {
             }
             Slash::Rename(name) => {
                 let params = RenameParams { session_id: session, name };
-                self.call_quietly(names::SESSION_RENAME, params).await;
+                self.call_quietly::<rq::SessionRename>(params).await;
             }
             Slash::Approve(Some(policy)) => {
                 let params = SetApprovalPolicyParams { session_id: session, policy };
-                self.call_quietly(names::SESSION_SET_APPROVAL_POLICY, params).await;
+                self.call_quietly::<rq::SessionSetApprovalPolicy>(params).await;
             }
             Slash::Approve(None) | Slash::Status => {
-                let state: Result<SessionState, _> = self
-                    .client
-                    .call_as(names::SESSION_STATE, SessionRef { session_id: session })
-                    .await;
-                match state {
+                let session = SessionRef { session_id: session };
+                match self.client.request::<rq::SessionState>(session).await {
                     Ok(state) => self.output.print(&format!("{}\n", status_text(&state))),
                     Err(error) => self.output.print(&format!("error: {error}\n")),
                 }

@@ -32,11 +32,11 @@ use futures::StreamExt;
 use rein_protocol::error::ErrorKind;
 use rein_protocol::message::Message;
 use rein_protocol::method::{
-    ApprovalRespondParams, BusyBehavior, HistoryPageParams, MessagesResult, PromptParams,
-    QueueMessageParams, RunLimits, SessionRef, SessionState, ShellParams, SubscribeParams,
-    UnsubscribeParams, names,
+    ApprovalRespondParams, BusyBehavior, ClearQueueParams, Empty, HistoryPageParams, PromptParams,
+    QueueMessageParams, QueueSelector, RunLimits, SessionRef, SessionState, ShellParams,
+    SubscribeParams, UnsubscribeParams,
 };
-use serde_json::Value;
+use rein_protocol::requests::{self as rq, Method};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -179,9 +179,7 @@ impl Runtime {
     }
 
     async fn warnings(&mut self) {
-        let info: Result<rein_protocol::method::DaemonInfo, _> =
-            self.client.call_as(names::DAEMON_INFO, serde_json::json!({})).await;
-        if let Ok(info) = info {
+        if let Ok(info) = self.client.request::<rq::DaemonInfo>(Empty {}).await {
             for warning in crate::commands::daemon::warnings(&info) {
                 self.app.transcript.notice(format!("rein: {warning}"), Role::Notice);
             }
@@ -209,7 +207,7 @@ impl Runtime {
             after_seq: Some(after_seq),
             stream,
         };
-        self.subscription = self.client.call_as(names::SESSION_SUBSCRIBE, params).await?;
+        self.subscription = self.client.request::<rq::SessionSubscribe>(params).await?;
         Ok(())
     }
 
@@ -220,9 +218,7 @@ impl Runtime {
             limit: Some(RECENT_MESSAGES),
             cursor: None,
         };
-        let result: Result<MessagesResult, _> =
-            self.client.call_as(names::SESSION_MESSAGES, params).await;
-        match result {
+        match self.client.request::<rq::SessionMessages>(params).await {
             Ok(result) => {
                 let skipped = result.total.saturating_sub(result.messages.len() as u64);
                 if skipped > 0 {
@@ -401,8 +397,8 @@ impl Runtime {
             return Err(version_hint(&error));
         }
         let session = SessionRef { session_id: self.app.session.id.clone() };
-        let state: SessionState = client
-            .call_as(names::SESSION_OPEN, &session)
+        let state = client
+            .request::<rq::SessionOpen>(&session)
             .await
             .map_err(|error| Some(format!("reconnected, but cannot open the session: {error}")))?;
         self.client = client;
@@ -443,9 +439,11 @@ impl Runtime {
             Action::Send { text, images, follow_up } => {
                 if self.app.running {
                     let params = QueueMessageParams { session_id, text, images };
-                    let method =
-                        if follow_up { names::SESSION_FOLLOW_UP } else { names::SESSION_STEER };
-                    self.call(method, params).await;
+                    if follow_up {
+                        self.call::<rq::SessionFollowUp>(params).await;
+                    } else {
+                        self.call::<rq::SessionSteer>(params).await;
+                    }
                 } else {
                     let params = PromptParams {
                         session_id,
@@ -459,7 +457,7 @@ impl Runtime {
                         limits: RunLimits::default(),
                         verify: None,
                     };
-                    if self.call(names::SESSION_PROMPT, params).await {
+                    if self.call::<rq::SessionPrompt>(params).await {
                         self.app.running = true;
                         self.app.status.run_started = Some(Instant::now());
                     }
@@ -467,7 +465,7 @@ impl Runtime {
             }
             Action::Shell(command) => {
                 let params = ShellParams { session_id, command, add_to_context: true };
-                self.call(names::SESSION_SHELL, params).await;
+                self.call::<rq::SessionShell>(params).await;
             }
             Action::Answer { request_id, decision, reason } => {
                 let params = ApprovalRespondParams {
@@ -476,7 +474,7 @@ impl Runtime {
                     decision,
                     reason,
                 };
-                match self.client.call_as::<Value>(names::APPROVAL_RESPOND, params).await {
+                match self.client.request::<rq::ApprovalRespond>(params).await {
                     Ok(_) => {}
                     Err(ClientError::Rpc(failure))
                         if failure.kind == ErrorKind::ApprovalNotFound =>
@@ -491,16 +489,16 @@ impl Runtime {
             }
             Action::Cancel => {
                 self.app.transcript.notice("cancelling the run…", Role::Notice);
-                self.call(names::SESSION_CANCEL, SessionRef { session_id }).await;
+                self.call::<rq::SessionCancel>(SessionRef { session_id }).await;
             }
             Action::CancelAndClear => {
                 let (steering, follow_up) = self.app.status.queue;
                 if steering + follow_up > 0 {
-                    self.call(
-                        names::SESSION_CLEAR_QUEUE,
-                        SessionRef { session_id: session_id.clone() },
-                    )
-                    .await;
+                    let params = ClearQueueParams {
+                        session_id: session_id.clone(),
+                        queue: QueueSelector::All,
+                    };
+                    self.call::<rq::SessionClearQueue>(params).await;
                 }
                 let text = if steering + follow_up > 0 {
                     format!(
@@ -511,7 +509,7 @@ impl Runtime {
                     "cancelling the run…".to_string()
                 };
                 self.app.transcript.notice(text, Role::Notice);
-                self.call(names::SESSION_CANCEL, SessionRef { session_id }).await;
+                self.call::<rq::SessionCancel>(SessionRef { session_id }).await;
             }
             Action::Open(id) if id == session_id => {}
             Action::Open(id) => self.open(&id).await,
@@ -520,8 +518,8 @@ impl Runtime {
     }
 
     /// Makes a call whose result needs no showing; shows its error. True when it worked.
-    async fn call(&mut self, method: &str, params: impl serde::Serialize) -> bool {
-        match self.client.call_as::<Value>(method, params).await {
+    async fn call<M: Method>(&mut self, params: M::Params) -> bool {
+        match self.client.request::<M>(params).await {
             Ok(_) => true,
             Err(error) => {
                 self.app.transcript.notice(format!("error: {error}"), Role::Bad);
@@ -532,9 +530,9 @@ impl Runtime {
 
     /// Switches to another session: unsubscribes, opens it and shows its end.
     async fn open(&mut self, session_id: &str) {
-        let state: SessionState = match self
+        let state = match self
             .client
-            .call_as(names::SESSION_OPEN, SessionRef { session_id: session_id.to_string() })
+            .request::<rq::SessionOpen>(SessionRef { session_id: session_id.to_string() })
             .await
         {
             Ok(state) => state,
@@ -551,7 +549,7 @@ impl Runtime {
         let old = std::mem::take(&mut self.subscription);
         let _ = self
             .client
-            .call_as::<Value>(names::SESSION_UNSUBSCRIBE, UnsubscribeParams { subscription: old })
+            .request::<rq::SessionUnsubscribe>(UnsubscribeParams { subscription: old })
             .await;
         if let Some(previous) = self.created.take()
             && previous != state.session_id
@@ -583,6 +581,7 @@ impl Runtime {
 mod tests {
     use super::*;
     use crate::client::RpcFailure;
+    use serde_json::Value;
 
     #[test]
     fn an_incompatible_daemon_says_how_to_restart_it() {

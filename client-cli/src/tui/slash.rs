@@ -11,8 +11,9 @@ use crate::interactive::input::{HELP, Slash};
 use crate::resolve;
 use rein_protocol::method::{
     CreateSessionParams, ForkParams, RenameParams, SessionRef, SessionState,
-    SetApprovalPolicyParams, SetModelParams, SetThinkingParams, names,
+    SetApprovalPolicyParams, SetModelParams, SetThinkingParams,
 };
+use rein_protocol::requests as rq;
 
 /// The keys, after the commands in `/help`.
 const KEYS: &str = "\
@@ -33,7 +34,7 @@ impl Runtime {
 
     async fn state(&mut self) -> Result<SessionState, ClientError> {
         let session = SessionRef { session_id: self.app.session.id.clone() };
-        self.client.call_as(names::SESSION_STATE, session).await
+        self.client.request::<rq::SessionState>(session).await
     }
 
     /// Opens the session picker on the sessions of this directory that hold a prompt, most
@@ -71,7 +72,7 @@ impl Runtime {
                     cwd: cwd.display().to_string(),
                     ..CreateSessionParams::default()
                 };
-                match self.client.call_as::<SessionState>(names::SESSION_CREATE, params).await {
+                match self.client.request::<rq::SessionCreate>(params).await {
                     Ok(state) => self.switch(state, true).await,
                     Err(error) => self.app.transcript.notice(format!("error: {error}"), Role::Bad),
                 }
@@ -83,7 +84,7 @@ impl Runtime {
                     return;
                 };
                 let params = ForkParams { session_id: session, entry_id };
-                match self.client.call_as::<SessionState>(names::SESSION_FORK, params).await {
+                match self.client.request::<rq::SessionFork>(params).await {
                     Ok(state) => {
                         let id = state.session_id.clone();
                         self.switch(state, false).await;
@@ -94,14 +95,14 @@ impl Runtime {
             }
             Slash::Rename(name) => {
                 let params = RenameParams { session_id: session, name: name.clone() };
-                if self.call(names::SESSION_RENAME, params).await {
+                if self.call::<rq::SessionRename>(params).await {
                     self.app.session.name = Some(name.clone());
                     self.app.transcript.notice(format!("session named \"{name}\""), Role::Notice);
                 }
             }
             Slash::Approve(Some(policy)) => {
                 let params = SetApprovalPolicyParams { session_id: session, policy };
-                self.call(names::SESSION_SET_APPROVAL_POLICY, params).await;
+                self.call::<rq::SessionSetApprovalPolicy>(params).await;
             }
             Slash::Approve(None) | Slash::Status => match self.state().await {
                 Ok(state) => {
@@ -121,11 +122,11 @@ impl Runtime {
             }
             Slash::Model(Some(model)) => {
                 let params = SetModelParams { session_id: session, model };
-                self.call(names::SESSION_SET_MODEL, params).await;
+                self.call::<rq::SessionSetModel>(params).await;
             }
             Slash::Thinking(level) => {
                 let params = SetThinkingParams { session_id: session, level };
-                self.call(names::SESSION_SET_THINKING, params).await;
+                self.call::<rq::SessionSetThinking>(params).await;
             }
             Slash::Compact(instructions) => {
                 let report = session_cmd::compact(&mut self.client, &session, instructions).await;

@@ -11,14 +11,15 @@ use super::task::Task;
 use super::workspace::{self, Workspace};
 use crate::client::{Client, ClientError};
 use crate::session;
-use rein_protocol::error::ErrorKind;
 use rein_protocol::event::{EndReason, SessionEvent, SubscriptionItem};
 use rein_protocol::message::Usage;
 use rein_protocol::method::{
-    ApprovalPolicy, ExportFormat, PromptParams, PromptResult, RunLimits, SessionRef, SessionState,
-    names,
+    ApprovalPolicy, CreateSessionParams, ExportFormat, PromptParams, RunLimits, SandboxMode,
+    SessionRef, SessionState,
 };
+use rein_protocol::requests as rq;
 use rein_protocol::verify::RunOutcome;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -212,7 +213,7 @@ async fn attempt_task(
         limits,
         verify: task.verify.clone(),
     };
-    let started: PromptResult = client.call_as(names::SESSION_PROMPT, params).await?;
+    let started = client.request::<rq::SessionPrompt>(params).await?;
     let (end, interrupted) =
         follow_run(&mut client, &session_id, &started.run_id, interrupt.clone()).await?;
 
@@ -222,9 +223,8 @@ async fn attempt_task(
         None => end_from_export(&exported.content, &started.run_id),
     };
     let verification = last_verification(&exported.content, &started.run_id);
-    let _ = client
-        .call(names::SESSION_CLOSE, json!(SessionRef { session_id: session_id.clone() }))
-        .await;
+    let session = SessionRef { session_id: session_id.clone() };
+    let _ = client.request::<rq::SessionClose>(session).await;
     if interrupted {
         return Err(Stop::Interrupted);
     }
@@ -249,61 +249,34 @@ fn min_cost(limits: [Option<f64>; 3]) -> Option<f64> {
     limits.into_iter().flatten().reduce(f64::min)
 }
 
-/// `session/create` for the task's workspace, with the task's `sandbox` when it has one.
+/// `session/create` for the task's workspace, with the task's `sandbox` when it has one. A
+/// sandbox that is not a known mode, or that the daemon cannot give, fails the task.
 async fn create_session(
     client: &mut Client,
     settings: &RunSettings,
     task: &Task,
     workspace: &Workspace,
 ) -> Result<SessionState, Stop> {
-    let mut params = Map::new();
-    params.insert("cwd".into(), json!(workspace.dir.display().to_string()));
-    params.insert("approval_policy".into(), json!(settings.approval));
-    params.insert("name".into(), json!(format!("batch: {}", task.id)));
-    if let Some(model) = task.model.as_ref().or(settings.default_model.as_ref()) {
-        params.insert("model".into(), json!(model));
-    }
-    if let Some(sandbox) = &task.sandbox {
-        if !daemon_knows_sandbox(client, &params).await? {
-            return Err(Stop::Failed(
-                "this daemon does not support `sandbox` on session/create (it ignores the \
-                 field, so the task would run unconfined); remove `sandbox` from the task or \
-                 update reind"
-                    .to_string(),
-            ));
-        }
-        params.insert("sandbox".into(), sandbox.clone());
-    }
-    match client.call_as(names::SESSION_CREATE, Value::Object(params)).await {
+    let sandbox = match &task.sandbox {
+        Some(value) => Some(SandboxMode::deserialize(value).map_err(|error| {
+            Stop::Failed(format!("the task's sandbox {value} is not a sandbox mode: {error}"))
+        })?),
+        None => None,
+    };
+    let params = CreateSessionParams {
+        cwd: workspace.dir.display().to_string(),
+        model: task.model.clone().or_else(|| settings.default_model.clone()),
+        name: Some(format!("batch: {}", task.id)),
+        approval_policy: Some(settings.approval),
+        sandbox,
+        ..CreateSessionParams::default()
+    };
+    match client.request::<rq::SessionCreate>(params).await {
         Ok(state) => Ok(state),
-        Err(ClientError::Rpc(failure)) if task.sandbox.is_some() => Err(Stop::Failed(format!(
-            "the daemon refused the session with sandbox {}: {failure}",
-            task.sandbox.as_ref().map(Value::to_string).unwrap_or_default()
-        ))),
+        Err(ClientError::Rpc(failure)) if let Some(sandbox) = sandbox => Err(Stop::Failed(
+            format!("the daemon refused the session with sandbox {}: {failure}", sandbox.as_str()),
+        )),
         Err(error) => Err(error.into()),
-    }
-}
-
-/// Whether the daemon reads `sandbox` on `session/create`: asked with an impossible value, a
-/// daemon that knows the field rejects the call (`invalid_params`); one that does not ignores
-/// it and creates the session, which is deleted again.
-async fn daemon_knows_sandbox(
-    client: &mut Client,
-    params: &Map<String, Value>,
-) -> Result<bool, Stop> {
-    let mut probe = params.clone();
-    probe.insert("sandbox".into(), json!({ "rein-batch-probe": true }));
-    match client.call(names::SESSION_CREATE, Value::Object(probe)).await {
-        Err(ClientError::Rpc(failure)) if failure.kind == ErrorKind::InvalidParams => Ok(true),
-        Err(error) => Err(error.into()),
-        Ok(raw) => {
-            if let Some(id) = raw.get("session_id").and_then(Value::as_str) {
-                let session = SessionRef { session_id: id.to_string() };
-                let _ = client.call(names::SESSION_CLOSE, json!(session)).await;
-                let _ = client.call(names::SESSION_DELETE, json!(session)).await;
-            }
-            Ok(false)
-        }
     }
 }
 
@@ -321,7 +294,7 @@ async fn follow_run(
         if !cancelled && *interrupt.borrow() {
             cancelled = true;
             let session = SessionRef { session_id: session_id.to_string() };
-            client.call(names::SESSION_CANCEL, json!(session)).await?;
+            client.request::<rq::SessionCancel>(session).await?;
         }
         let notice = tokio::select! {
             changed = interrupt.changed(), if !cancelled => {
@@ -369,7 +342,7 @@ async fn follow_run(
 async fn wait_idle(client: &mut Client, session_id: &str) -> Result<(), ClientError> {
     loop {
         let session = SessionRef { session_id: session_id.to_string() };
-        let state: SessionState = client.call_as(names::SESSION_STATE, session).await?;
+        let state = client.request::<rq::SessionState>(session).await?;
         if !state.running {
             return Ok(());
         }
@@ -515,15 +488,15 @@ async fn export_stopped(socket: &Path, session_id: &str) -> Option<(String, Stri
     let mut client = Client::connect_or_start(socket).await.ok()?;
     let hello = client.initialize(false).await.ok()?;
     let session = SessionRef { session_id: session_id.to_string() };
-    let state: SessionState = client.call_as(names::SESSION_OPEN, session.clone()).await.ok()?;
+    let state = client.request::<rq::SessionOpen>(&session).await.ok()?;
     if state.running {
-        let _ = client.call(names::SESSION_CANCEL, json!(session)).await;
+        let _ = client.request::<rq::SessionCancel>(&session).await;
         let waited =
             tokio::time::timeout(Duration::from_secs(30), wait_idle(&mut client, session_id));
         let _ = waited.await;
     }
     let exported = session::export_all(&mut client, session_id, ExportFormat::Jsonl).await.ok()?;
-    let _ = client.call(names::SESSION_CLOSE, json!(session)).await;
+    let _ = client.request::<rq::SessionClose>(session).await;
     Some((exported.content, hello.daemon_version))
 }
 
