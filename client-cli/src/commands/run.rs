@@ -15,6 +15,7 @@ use crate::resolve;
 use crate::session::{self, ApproveArg, SessionRequest, Target};
 use crate::style::Style;
 use clap::Args;
+use rein_protocol::error::ErrorKind;
 use rein_protocol::event::{ApprovalDecision, EndReason, SessionEvent};
 use rein_protocol::method::{
     ApprovalRespondParams, BusyBehavior, PromptDisposition, PromptParams, PromptResult, RunLimits,
@@ -200,11 +201,13 @@ pub async fn run(socket: &Path, args: RunArgs) -> Result<u8, ClientError> {
         approvals,
         follower: Follower::new(cursor),
         end_check: None,
+        storage_failed: false,
         renderer: Renderer::new(RenderOptions { style: Style::for_stderr(), interactive: false }),
     };
     let code = follower.follow(&mut interrupts).await;
-    // A first prompt that failed leaves no session behind (`rein run -c` would pick it).
-    if created && matches!(code, Ok(exit::FAILURE) | Err(_)) {
+    // A first prompt that failed leaves no session behind (`rein run -c` would pick it),
+    // unless it failed on storage: then what was written is kept for `--session` to resume.
+    if created && !follower.storage_failed && matches!(code, Ok(exit::FAILURE) | Err(_)) {
         let session_id = follower.session_id.clone();
         if session::discard_if_unanswered(&mut follower.client, &session_id).await {
             eprintln!("rein: the session was removed, since nothing was answered in it");
@@ -228,6 +231,9 @@ struct RunFollower {
     /// Set when a gap was filled after the run may have ended: the gap, and the seq by which
     /// the run's end must have been seen if it was not lost in the gap.
     end_check: Option<(Gap, u64)>,
+    /// The run reported a storage (`io`) failure: its session may hold acknowledged entries
+    /// worth resuming once there is room again, so it is never removed.
+    storage_failed: bool,
 }
 
 impl RunFollower {
@@ -292,6 +298,7 @@ impl RunFollower {
                 print_chunks(self.renderer.render_envelope(&envelope));
             }
             match &envelope.event {
+                SessionEvent::Error { error_kind: ErrorKind::Io, .. } => self.storage_failed = true,
                 SessionEvent::AgentEnd { run_id, reason, outcome, .. }
                     if *run_id == self.run_id =>
                 {
