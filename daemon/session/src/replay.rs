@@ -1,5 +1,7 @@
 //! Replay: the state a path of entries puts in force, and the messages the next request sends.
 
+use std::borrow::Cow;
+
 use rein_protocol::entry::RepairAction;
 use rein_protocol::message::{ContentBlock, Message, UserMessage};
 use rein_protocol::method::ApprovalPolicy;
@@ -162,11 +164,20 @@ pub fn context_message_list(path: &[&SessionEntry]) -> Vec<Message> {
 /// The message a context entry contributes (see [`context_entries`]): a compaction's summary,
 /// or [`entry_message`].
 fn context_message(entry: &SessionEntry) -> Option<Message> {
+    context_message_ref(entry).map(Cow::into_owned)
+}
+
+/// [`context_message`], borrowed where the entry holds the message itself.
+pub(crate) fn context_message_ref(entry: &SessionEntry) -> Option<Cow<'_, Message>> {
     match &entry.kind {
+        EntryKind::Message { message } => Some(Cow::Borrowed(message)),
         EntryKind::Compaction { summary, .. } => {
-            Some(summary_message(COMPACTION_SUMMARY_PREFIX, summary, &entry.timestamp))
+            Some(Cow::Owned(summary_message(COMPACTION_SUMMARY_PREFIX, summary, &entry.timestamp)))
         }
-        _ => entry_message(entry),
+        EntryKind::BranchSummary { summary, .. } => {
+            Some(Cow::Owned(summary_message(BRANCH_SUMMARY_PREFIX, summary, &entry.timestamp)))
+        }
+        _ => None,
     }
 }
 
