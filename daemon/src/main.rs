@@ -146,6 +146,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     if let Some(fd) = args.ready_fd {
         ready::notify_listening(fd);
     }
+    warm_tool_schemas(&home);
     // Everything under REIN_HOME is the user's alone, the files made before this start too.
     for path in home::make_private(&home)? {
         tracing::warn!(path = %path.display(), "was readable by others; made private");
@@ -196,6 +197,22 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Compiles the built-in tools' parameter schemas on a spare thread while the daemon starts
+/// serving, so the first `session/create` finds them compiled (they are shared by every tool
+/// set of the process, see `rein_agent::ToolSet`) instead of compiling them on the first
+/// prompt's path.
+fn warm_tool_schemas(home: &std::path::Path) {
+    let context = rein_coding::ToolContext::new(home, rein_coding::FileLocks::default(), home);
+    let warmed = std::thread::Builder::new().name("schema-warmup".into()).spawn(move || {
+        if let Err(error) = rein_agent::toolset::ToolSet::new(rein_coding::coding_tools(context)) {
+            tracing::warn!(%error, "the built-in tools' schemas do not compile");
+        }
+    });
+    if let Err(error) = warmed {
+        tracing::debug!(%error, "no thread to compile the tool schemas ahead of time");
+    }
 }
 
 /// Raises the open-file soft limit to the hard limit: every connection, session file and

@@ -57,8 +57,8 @@
 //! # Tool calls
 //!
 //! Before a call runs, its tool must exist, its arguments must be JSON (providers keep text
-//! that is not JSON as a JSON string) and must match the tool's schema, compiled once when the
-//! tool set is built. A call failing any check gets an error result that tells the model what
+//! that is not JSON as a JSON string) and must match the tool's schema, compiled once per process
+//! (tool sets with the same schema share the compiled validator). A call failing any check gets an error result that tells the model what
 //! to fix; it is never dropped and never crashes the loop. A tool returning `is_error`, or
 //! panicking (each call runs on its own task, so a panic is caught there), is an error result
 //! too.
@@ -117,6 +117,7 @@ pub mod hooks;
 pub mod limits;
 mod partial;
 mod run;
+mod schema_cache;
 mod stop;
 pub mod tool;
 pub mod toolset;

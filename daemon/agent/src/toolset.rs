@@ -30,7 +30,7 @@ pub enum ToolSetError {
 
 struct RegisteredTool {
     tool: Arc<dyn Tool>,
-    validator: Validator,
+    validator: Arc<Validator>,
 }
 
 /// The tools a model may call, each with its compiled argument validator.
@@ -72,9 +72,8 @@ impl ToolSet {
                 return Err(ToolSetError::DuplicateName(name));
             }
             let definition = tool.definition();
-            let validator = jsonschema::validator_for(&definition.parameters).map_err(|error| {
-                ToolSetError::InvalidSchema { name: name.clone(), reason: error.to_string() }
-            })?;
+            let validator = crate::schema_cache::validator(&definition.parameters)
+                .map_err(|reason| ToolSetError::InvalidSchema { name: name.clone(), reason })?;
             set.by_name.insert(name, set.tools.len());
             definitions.push(definition);
             set.tools.push(RegisteredTool { tool, validator });

@@ -121,6 +121,31 @@ pub fn context_tokens(messages: &[Message], trust_usage_from: usize) -> u64 {
     }
 }
 
+/// [`context_tokens`] of a path whose context needs no tool-history rule (see
+/// [`crate::replay::context_is_valid`]), read from the entries without copying their
+/// messages: usage is trusted only from the entries after the compaction in force.
+fn context_tokens_of_valid(path: &[&SessionEntry], entries: &[&SessionEntry]) -> u64 {
+    let compaction_at = path.iter().rposition(|e| matches!(e.kind, EntryKind::Compaction { .. }));
+    // The context entries end with every path entry after the compaction, in order.
+    let trusted = compaction_at.map_or(entries.len(), |at| path.len() - at - 1);
+    let first_trusted = entries.len() - trusted.min(entries.len());
+    let messages: Vec<(usize, std::borrow::Cow<'_, Message>)> = entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, entry)| crate::replay::context_message_ref(entry).map(|m| (i, m)))
+        .collect();
+    let reported = messages.iter().rposition(|(i, message)| {
+        *i >= first_trusted && crate::context_tally::reported_tokens(message).is_some()
+    });
+    match reported {
+        Some(at) => {
+            let tokens = crate::context_tally::reported_tokens(&messages[at].1).unwrap_or(0);
+            tokens + messages[at + 1..].iter().map(|(_, m)| estimate_tokens(m)).sum::<u64>()
+        }
+        None => messages.iter().map(|(_, m)| estimate_tokens(m)).sum(),
+    }
+}
+
 /// Whether the context has passed the window minus the reserve.
 pub fn should_compact(context_tokens: u64, context_window: u64, reserve: u64) -> bool {
     context_tokens > context_window.saturating_sub(reserve)
@@ -371,9 +396,13 @@ impl Session {
         if let Some(tokens) = tally.as_ref().and_then(|tally| tally.tokens_at(leaf)) {
             return tokens;
         }
-        let tokens = self.context_tokens_of_path();
         let path = self.tree().active_path();
         let entries = crate::replay::context_entries(&path);
+        let tokens = if crate::replay::context_is_valid(&entries) {
+            context_tokens_of_valid(&path, &entries)
+        } else {
+            self.context_tokens_by_replay()
+        };
         *tally = ContextTally::start(
             leaf,
             tokens,
@@ -386,8 +415,9 @@ impl Session {
         tokens
     }
 
-    /// [`Session::context_tokens`] computed from the whole active path.
-    fn context_tokens_of_path(&self) -> u64 {
+    /// [`Session::context_tokens`] computed from a full replay of the active path (which
+    /// applies the tool-history rules a context that is not valid needs).
+    fn context_tokens_by_replay(&self) -> u64 {
         let replay = self.replay();
         let trust_from = match &replay.compaction {
             Some(compaction) => {
@@ -639,7 +669,7 @@ mod tests {
         let (_dir, mut session, ids) = session_with(&conversation());
         let check = |session: &Session| {
             let kept = session.context_tokens();
-            assert_eq!(kept, session.context_tokens_of_path());
+            assert_eq!(kept, session.context_tokens_by_replay());
             // Asked again at the same leaf it answers from the tally.
             assert!(
                 session
@@ -746,6 +776,8 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(done.tokens_before, 5_000);
+        // After a compaction: the summary and the kept messages, none of their usage trusted.
+        assert_eq!(session.context_tokens(), session.context_tokens_by_replay());
         let EntryKind::Compaction { first_kept_entry_id, reason, usage, tokens_before, .. } =
             &done.entry.kind
         else {
@@ -775,6 +807,8 @@ mod tests {
         assert!(prompt.contains("## Files touched"));
         assert!(!prompt.contains("previous-summary"));
         assert!(session.tree().path_to(Some(&ids[0])).len() == 1, "history stays on disk");
+        session.append_message(user_text(40, "after")).unwrap();
+        assert_eq!(session.context_tokens(), session.context_tokens_by_replay());
     }
 
     #[test]

@@ -10,6 +10,7 @@
 pub mod branch;
 pub mod compaction;
 mod context_tally;
+mod entry_line;
 pub mod error;
 pub mod export;
 pub mod header;

@@ -332,6 +332,22 @@ pub fn unique_call_ids(mut messages: Vec<Message>) -> Vec<Message> {
     messages
 }
 
+/// Whether [`repair_messages`] would return `messages` unchanged: the tool history is valid
+/// and no reply uses one call id twice. Checked without copying anything.
+pub fn needs_no_repair(messages: &[Message]) -> bool {
+    is_valid_tool_history(messages)
+        && messages.iter().all(|message| match message {
+            Message::Assistant(assistant) => {
+                let mut ids: Vec<&str> = assistant.tool_calls().map(|c| c.id.as_str()).collect();
+                let count = ids.len();
+                ids.sort_unstable();
+                ids.dedup();
+                ids.len() == count
+            }
+            _ => true,
+        })
+}
+
 /// Whether every tool call on the path has exactly one result, directly behind its call in
 /// call order, and every result has a call. What providers require.
 pub fn is_valid_tool_history(messages: &[Message]) -> bool {
@@ -371,6 +387,34 @@ pub(crate) fn is_valid_sequence<'a>(
 pub(crate) mod tests {
     use super::*;
     use rein_protocol::message::{AssistantMessage, StopReason, ToolCall, Usage, UserMessage};
+
+    /// The shortcut of `Session::request_messages` is taken only where the rules change
+    /// nothing.
+    #[test]
+    fn histories_that_need_no_repair_come_back_unchanged() {
+        let bare = |messages: Vec<PathMessage>| -> Vec<Message> {
+            messages.into_iter().map(|m| m.message).collect()
+        };
+        let cases = [
+            vec![user("u"), assistant("a", &["c1", "c2"]), result("r1", "c1"), result("r2", "c2")],
+            vec![user("u"), assistant("a", &["c1", "c1"]), result("r1", "c1"), result("r2", "c1")],
+            vec![user("u"), assistant("a", &["c1"])],
+            vec![user("u"), result("r", "nowhere"), assistant("a", &[])],
+            vec![user("u"), assistant("a", &["c1", "c2"]), result("r2", "c2"), result("r1", "c1")],
+            vec![user("u"), assistant("a", &[])],
+        ];
+        let mut shortcuts = 0;
+        for case in cases {
+            let messages = bare(case);
+            if needs_no_repair(&messages) {
+                shortcuts += 1;
+                assert_eq!(repair_messages(messages.clone(), 7), messages);
+            } else {
+                assert_ne!(repair_messages(messages.clone(), 7), messages);
+            }
+        }
+        assert_eq!(shortcuts, 2);
+    }
 
     pub(crate) fn user(id: &str) -> PathMessage {
         PathMessage { entry_id: id.into(), message: Message::User(UserMessage::text(id, 0)) }

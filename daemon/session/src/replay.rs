@@ -1,5 +1,7 @@
 //! Replay: the state a path of entries puts in force, and the messages the next request sends.
 
+use std::borrow::Cow;
+
 use rein_protocol::entry::RepairAction;
 use rein_protocol::message::{ContentBlock, Message, UserMessage};
 use rein_protocol::method::ApprovalPolicy;
@@ -147,18 +149,44 @@ pub fn raw_context(path: &[&SessionEntry]) -> Vec<PathMessage> {
     messages_of(&context_entries(path))
 }
 
+/// The messages the next request sends on a path, as [`replay`] gives them, without their
+/// entry ids; copies each message once (and builds nothing else) when the context's tool
+/// history is already valid, the common case.
+pub fn context_message_list(path: &[&SessionEntry]) -> Vec<Message> {
+    let entries = context_entries(path);
+    if !context_is_valid(&entries) {
+        let messages = normalize_tool_history(messages_of(&entries)).0;
+        return messages.into_iter().map(|m| m.message).collect();
+    }
+    entries.iter().filter_map(|entry| context_message(entry)).collect()
+}
+
+/// The message a context entry contributes (see [`context_entries`]): a compaction's summary,
+/// or [`entry_message`].
+fn context_message(entry: &SessionEntry) -> Option<Message> {
+    context_message_ref(entry).map(Cow::into_owned)
+}
+
+/// [`context_message`], borrowed where the entry holds the message itself.
+pub(crate) fn context_message_ref(entry: &SessionEntry) -> Option<Cow<'_, Message>> {
+    match &entry.kind {
+        EntryKind::Message { message } => Some(Cow::Borrowed(message)),
+        EntryKind::Compaction { summary, .. } => {
+            Some(Cow::Owned(summary_message(COMPACTION_SUMMARY_PREFIX, summary, &entry.timestamp)))
+        }
+        EntryKind::BranchSummary { summary, .. } => {
+            Some(Cow::Owned(summary_message(BRANCH_SUMMARY_PREFIX, summary, &entry.timestamp)))
+        }
+        _ => None,
+    }
+}
+
 /// The messages of context entries (see [`context_entries`]).
 fn messages_of(entries: &[&SessionEntry]) -> Vec<PathMessage> {
     entries
         .iter()
         .filter_map(|entry| {
-            let message = match &entry.kind {
-                EntryKind::Compaction { summary, .. } => {
-                    summary_message(COMPACTION_SUMMARY_PREFIX, summary, &entry.timestamp)
-                }
-                _ => entry_message(entry)?,
-            };
-            Some(PathMessage { entry_id: entry.id.clone(), message })
+            Some(PathMessage { entry_id: entry.id.clone(), message: context_message(entry)? })
         })
         .collect()
 }
@@ -266,6 +294,7 @@ mod tests {
     fn replay_of_a_branched_tree_follows_the_active_branch() {
         let tree = branched_tree();
         let state = replay(&tree.active_path());
+        assert_eq!(context_message_list(&tree.active_path()), state.message_list());
         assert_eq!(state.leaf_id.as_deref(), Some("s"));
         assert_eq!(state.path, ["u1", "a1", "r1", "t", "u3", "a3", "s"]);
         assert_eq!(state.model, None);
@@ -299,6 +328,7 @@ mod tests {
         entries.push(message(user("u4"), Some("k")));
         let tree = SessionTree::from_entries(entries);
         let state = replay(&tree.active_path());
+        assert_eq!(context_message_list(&tree.active_path()), state.message_list());
         let ids: Vec<_> = state.messages.iter().map(|m| m.entry_id.as_str()).collect();
         assert_eq!(ids, ["k", "u3", "a3", "s", "u4"]);
         assert_eq!(

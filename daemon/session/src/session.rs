@@ -187,13 +187,18 @@ impl Session {
     /// The messages on the active path as the model sees them (the compaction summary first),
     /// with recorded repairs applied. Dangling calls of a run in progress are left as they are.
     pub fn context_messages(&self) -> Vec<Message> {
-        self.replay().message_list()
+        crate::replay::context_message_list(&self.tree.active_path())
     }
 
     /// The messages to send in the next request: [`Session::context_messages`] with the full
-    /// tool-history repair applied in memory, so the request is always valid.
+    /// tool-history repair applied in memory, so the request is always valid. A history that
+    /// needs no repair (the common case) is returned as it is, without running the rules.
     pub fn request_messages(&self) -> Vec<Message> {
-        crate::repair::repair_messages(self.context_messages(), now_millis())
+        let messages = self.context_messages();
+        if crate::repair::needs_no_repair(&messages) {
+            return messages;
+        }
+        crate::repair::repair_messages(messages, now_millis())
     }
 
     /// Appends one entry after the active leaf; it becomes the leaf. Durable on return.

@@ -63,7 +63,7 @@ pub fn parse_file(path: &Path, bytes: &[u8]) -> Result<ParsedFile, SessionError>
             continue;
         }
         let line_no = index as u64 + 2;
-        match serde_json::from_slice::<SessionEntry>(line) {
+        match crate::entry_line::parse_entry(line) {
             Ok(entry) if seen.insert(entry.id.clone()) => {
                 entries.push(entry);
                 good_lines.push(line);
