@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 /// Reads one line of a session file (without its newline) as an entry.
-pub fn parse_entry(line: &[u8]) -> serde_json::Result<SessionEntry> {
+pub(crate) fn parse_entry(line: &[u8]) -> serde_json::Result<SessionEntry> {
     match message_entry(line) {
         Some(entry) => Ok(entry),
         None => serde_json::from_slice(line),
