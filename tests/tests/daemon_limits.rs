@@ -43,9 +43,15 @@ fn read_line(reader: &mut BufReader<UnixStream>) -> Option<Value> {
 }
 
 /// True once the daemon has closed the stream (after any lines still in flight).
+/// Whether the daemon closed the connection: the end of the stream, or a reset (a socket
+/// closed with bytes of ours still unread is reset, not shut down). A read that times out
+/// means the connection is still open.
 fn closed_by_daemon(reader: &mut BufReader<UnixStream>) -> bool {
     let mut rest = Vec::new();
-    reader.read_to_end(&mut rest).is_ok()
+    match reader.read_to_end(&mut rest) {
+        Ok(_) => true,
+        Err(error) => error.kind() == std::io::ErrorKind::ConnectionReset,
+    }
 }
 
 fn raw(daemon: &DaemonFixture) -> (UnixStream, BufReader<UnixStream>) {
