@@ -54,9 +54,10 @@ pub fn start_daemon(socket: &Path) -> Result<(), LaunchError> {
         return Ok(());
     }
     let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
-    // Lost a race with another client starting it: that is fine as long as it answers. When
-    // nothing answers, the daemon in the way serves another socket from the same home.
-    if output.status.code() == Some(3) && std::os::unix::net::UnixStream::connect(socket).is_ok() {
+    // Lost a race with another client starting it: that is fine once it answers (it may
+    // still be getting ready when we get here). When nothing answers, the daemon in the way
+    // serves another socket from the same home.
+    if output.status.code() == Some(3) && answers_within(socket, RACE_PATIENCE) {
         return Ok(());
     }
     Err(LaunchError::Failed(if stderr.is_empty() {
@@ -64,6 +65,24 @@ pub fn start_daemon(socket: &Path) -> Result<(), LaunchError> {
     } else {
         stderr
     }))
+}
+
+/// How long a client that lost the race to start the daemon waits for the winner to listen.
+const RACE_PATIENCE: Duration = Duration::from_secs(10);
+
+/// Whether `socket` accepts a connection within `patience`. Polls: used only after losing the
+/// race to start the daemon, when the winner's readiness cannot be waited on directly.
+fn answers_within(socket: &Path, patience: Duration) -> bool {
+    let deadline = Instant::now() + patience;
+    loop {
+        if std::os::unix::net::UnixStream::connect(socket).is_ok() {
+            return true;
+        }
+        if Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }
 
 /// Waits until the daemon that served `socket` has exited: until nobody holds the socket's

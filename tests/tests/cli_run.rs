@@ -238,6 +238,30 @@ fn a_cold_daemon_is_started_by_rein_run() {
 }
 
 #[test]
+fn cold_runs_started_at_once_share_one_daemon_and_all_succeed() {
+    // Each run races to start the daemon; the losers wait for the winner (rein batch starts
+    // its workers this way).
+    let env = CliEnv::configured((0..4).map(|i| Reply::text(format!("answer {i}"))).collect());
+    let runs: Vec<_> = (0..4)
+        .map(|i| {
+            env.rein()
+                .args(["run", "--approve", "yolo", &format!("prompt {i}")])
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outputs: Vec<_> = runs.into_iter().map(|run| run.wait_with_output().unwrap()).collect();
+    cli_support::stop_daemon(&env);
+    for output in &outputs {
+        assert_exit(output, 0);
+        assert!(stdout(output).starts_with("answer "), "{}", stderr(output));
+    }
+}
+
+#[test]
 fn a_prompt_to_a_busy_session_is_queued_and_shows_only_its_own_run() {
     let env = CliEnv::start(vec![
         Reply::tool_call("bash", json!({"command": "sleep 1"})),
