@@ -363,6 +363,29 @@ pub async fn trust(
     Ok(Report::new(result, text))
 }
 
+/// Runs the slash commands whose whole answer is a report from the daemon (`/model` without a
+/// name, `/compact`, `/branch`, `/tree`, `/label`, `/sessions`, `/trust`), the same way in every
+/// interactive client, for `session` in project `cwd`. `None` for any other command, which the
+/// client handles itself.
+pub async fn slash_report(
+    client: &mut Client,
+    session: &str,
+    cwd: &Path,
+    slash: &crate::interactive::input::Slash,
+) -> Option<Result<Report, ClientError>> {
+    use crate::interactive::input::Slash;
+    Some(match slash {
+        Slash::Model(None) => models(client).await,
+        Slash::Compact(instructions) => compact(client, session, instructions.clone()).await,
+        Slash::Branch { entry, summarize } => branch(client, session, entry, *summarize).await,
+        Slash::Tree => tree(client, session).await,
+        Slash::Label { entry, text } => label(client, session, entry, text).await,
+        Slash::Sessions => sessions(client, Some(cwd)).await,
+        Slash::Trust { revoke } => trust(client, cwd, *revoke, false).await,
+        _ => return None,
+    })
+}
+
 /// `rein models`.
 pub async fn models(client: &mut Client) -> Result<Report, ClientError> {
     let result: ModelsResult = client.request::<rq::ModelsList>(Empty {}).await?;

@@ -365,13 +365,27 @@ impl Attach {
 
     async fn slash(&mut self, slash: Slash) -> Next {
         let session = self.session_id.clone();
+        if matches!(slash, Slash::Compact(_)) {
+            self.output.print("compacting…\n");
+        }
+        let cwd = self.cwd.clone();
+        if let Some(report) =
+            session_cmd::slash_report(&mut self.client, &session, &cwd, &slash).await
+        {
+            self.show(report);
+            return Next::ReadAnother;
+        }
         match slash {
+            // Answered by `slash_report` above.
+            Slash::Model(None)
+            | Slash::Compact(_)
+            | Slash::Branch { .. }
+            | Slash::Tree
+            | Slash::Label { .. }
+            | Slash::Sessions
+            | Slash::Trust { .. } => {}
             Slash::Help => self.output.print(&format!("{HELP}\n")),
             Slash::Quit => return Next::Stop,
-            Slash::Model(None) => {
-                let report = session_cmd::models(&mut self.client).await;
-                self.show(report);
-            }
             Slash::Model(Some(model)) => {
                 let params = SetModelParams { session_id: session, model };
                 self.call_quietly::<rq::SessionSetModel>(params).await;
@@ -379,24 +393,6 @@ impl Attach {
             Slash::Thinking(level) => {
                 let params = SetThinkingParams { session_id: session, level };
                 self.call_quietly::<rq::SessionSetThinking>(params).await;
-            }
-            Slash::Compact(instructions) => {
-                self.output.print("compacting…\n");
-                let report = session_cmd::compact(&mut self.client, &session, instructions).await;
-                self.show(report);
-            }
-            Slash::Branch { entry, summarize } => {
-                let report =
-                    session_cmd::branch(&mut self.client, &session, &entry, summarize).await;
-                self.show(report);
-            }
-            Slash::Tree => {
-                let report = session_cmd::tree(&mut self.client, &session).await;
-                self.show(report);
-            }
-            Slash::Label { entry, text } => {
-                let report = session_cmd::label(&mut self.client, &session, &entry, &text).await;
-                self.show(report);
             }
             Slash::Export { format, file } => {
                 let report = session_cmd::export(&mut self.client, &session, format).await;
@@ -410,16 +406,6 @@ impl Attach {
                     (report, None) => self.show(report),
                     (Err(error), Some(_)) => self.output.print(&format!("error: {error}\n")),
                 }
-            }
-            Slash::Sessions => {
-                let cwd = self.cwd.clone();
-                let report = session_cmd::sessions(&mut self.client, Some(&cwd)).await;
-                self.show(report);
-            }
-            Slash::Trust { revoke } => {
-                let cwd = self.cwd.clone();
-                let report = session_cmd::trust(&mut self.client, &cwd, revoke, false).await;
-                self.show(report);
             }
             Slash::Mode(Some(mode)) => {
                 self.mode = mode;

@@ -64,7 +64,21 @@ impl Runtime {
     pub(super) async fn slash(&mut self, slash: Slash) {
         let session = self.app.session.id.clone();
         let cwd = self.app.session.cwd.clone();
+        if let Some(report) =
+            session_cmd::slash_report(&mut self.client, &session, &cwd, &slash).await
+        {
+            self.show(report);
+            return;
+        }
         match slash {
+            // Answered by `slash_report` above.
+            Slash::Model(None)
+            | Slash::Compact(_)
+            | Slash::Branch { .. }
+            | Slash::Tree
+            | Slash::Label { .. }
+            | Slash::Sessions
+            | Slash::Trust { .. } => {}
             Slash::Help => self.app.transcript.notice(format!("{HELP}\n\n{KEYS}"), Role::Plain),
             Slash::Quit => self.quit = true,
             Slash::New => {
@@ -116,10 +130,6 @@ impl Runtime {
                 self.app.transcript.clear();
                 self.app.scroll = 0;
             }
-            Slash::Model(None) => {
-                let report = session_cmd::models(&mut self.client).await;
-                self.show(report);
-            }
             Slash::Model(Some(model)) => {
                 let params = SetModelParams { session_id: session, model };
                 self.call::<rq::SessionSetModel>(params).await;
@@ -127,23 +137,6 @@ impl Runtime {
             Slash::Thinking(level) => {
                 let params = SetThinkingParams { session_id: session, level };
                 self.call::<rq::SessionSetThinking>(params).await;
-            }
-            Slash::Compact(instructions) => {
-                let report = session_cmd::compact(&mut self.client, &session, instructions).await;
-                self.show(report);
-            }
-            Slash::Branch { entry, summarize } => {
-                let report =
-                    session_cmd::branch(&mut self.client, &session, &entry, summarize).await;
-                self.show(report);
-            }
-            Slash::Tree => {
-                let report = session_cmd::tree(&mut self.client, &session).await;
-                self.show(report);
-            }
-            Slash::Label { entry, text } => {
-                let report = session_cmd::label(&mut self.client, &session, &entry, &text).await;
-                self.show(report);
             }
             Slash::Export { format, file } => {
                 let report = session_cmd::export(&mut self.client, &session, format).await;
@@ -160,14 +153,6 @@ impl Runtime {
                     },
                     (report, _) => self.show(report),
                 }
-            }
-            Slash::Sessions => {
-                let report = session_cmd::sessions(&mut self.client, Some(&cwd)).await;
-                self.show(report);
-            }
-            Slash::Trust { revoke } => {
-                let report = session_cmd::trust(&mut self.client, &cwd, revoke, false).await;
-                self.show(report);
             }
             Slash::Mode(Some(mode)) => {
                 self.app.mode = mode;
