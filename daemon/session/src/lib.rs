@@ -4,7 +4,7 @@
 //! This crate is the only code that writes session files. The layout and format are documented
 //! in `docs/sessions.md`. A [`SessionStore`] owns a storage root and creates, opens, lists,
 //! forks and deletes sessions; an open [`Session`] holds its file's lock, appends entries
-//! (fsync'd before returning) and replays the active path into the messages the next request
+//! (written and fsync'd by the file's own writer thread, see [`writer`], before returning) and replays the active path into the messages the next request
 //! sends. Model calls (compaction and branch summaries) go through [`rein_ai::Provider`].
 
 pub mod branch;
@@ -24,6 +24,7 @@ pub mod storage;
 pub mod store;
 pub mod summarize;
 pub mod tree;
+pub mod writer;
 
 pub use compaction::{
     Compacted, CompactionJob, CompactionOutcome, CompactionSettings, should_compact,

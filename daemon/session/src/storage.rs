@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::error::SessionError;
 use crate::header::{FORMAT_VERSION, SessionHeader};
 use crate::paths;
+use crate::writer::{AppendTicket, FileWriter};
 
 /// A line of the session file that could not be read as an entry.
 #[derive(Debug, Clone, PartialEq)]
@@ -188,12 +189,16 @@ impl PathState {
     }
 }
 
-/// An open, locked session file that entries are appended to.
+/// An open, locked session file that entries are appended to. Its appends are written and
+/// fsync'd by its own writer thread (see [`crate::writer`]).
 #[derive(Debug)]
 pub struct SessionFile {
     path: PathBuf,
+    /// The file appended to, for comparing it with what the path names.
     file: File,
-    len: u64,
+    /// Declared before the lock: dropping it waits for the thread, so nothing is written
+    /// once the lock is released.
+    writer: FileWriter,
     lock: SessionLock,
 }
 
@@ -220,7 +225,8 @@ impl SessionFile {
         let bytes = encode_file(header, entries)?;
         write_atomically(path, &bytes)?;
         let file = open_append(path)?;
-        Ok(Self { path: path.to_path_buf(), file, len: bytes.len() as u64, lock })
+        let writer = FileWriter::start(path, try_clone(&file, path)?, bytes.len() as u64)?;
+        Ok(Self { path: path.to_path_buf(), file, writer, lock })
     }
 
     /// Locks and reads an existing session file. The caller decides what to do with damage
@@ -233,7 +239,8 @@ impl SessionFile {
         let bytes = std::fs::read(path).map_err(SessionError::io("read", path))?;
         let parsed = parse_file(path, &bytes)?;
         let file = open_append(path)?;
-        Ok((Self { path: path.to_path_buf(), file, len: bytes.len() as u64, lock }, parsed))
+        let writer = FileWriter::start(path, try_clone(&file, path)?, bytes.len() as u64)?;
+        Ok((Self { path: path.to_path_buf(), file, writer, lock }, parsed))
     }
 
     /// The file's path.
@@ -242,20 +249,21 @@ impl SessionFile {
     }
 
     /// Appends entries as lines and fsyncs before returning, so every entry is durable once
-    /// this returns `Ok`. A failed write is cut back off so the file stays valid JSONL.
+    /// this returns `Ok`. A failed write is cut back off so the file stays valid JSONL. The
+    /// write and the fsync run on the file's writer thread; this waits for its answer.
     pub fn append(&mut self, entries: &[SessionEntry]) -> Result<(), SessionError> {
+        self.submit(entries)?.wait()
+    }
+
+    /// Queues entries to be appended as lines without waiting: the ticket resolves once they
+    /// are durable (or the append failed and was cut back off). Appends queued together are
+    /// written with one fsync, in the order they were queued.
+    pub fn submit(&self, entries: &[SessionEntry]) -> Result<AppendTicket, SessionError> {
         let mut bytes = Vec::with_capacity(512 * entries.len());
         for entry in entries {
             push_line(&mut bytes, entry)?;
         }
-        if let Err(source) = self.file.write_all(&bytes).and_then(|()| self.file.sync_data()) {
-            if let Err(error) = self.file.set_len(self.len) {
-                tracing::error!(path = %self.path.display(), %error, "could not cut back a failed append");
-            }
-            return Err(SessionError::Io { action: "append to", path: self.path.clone(), source });
-        }
-        self.len += bytes.len() as u64;
-        Ok(())
+        Ok(self.writer.append(bytes))
     }
 
     /// Replaces the whole file atomically with `bytes` (a temp file, fsync, rename, directory
@@ -263,8 +271,9 @@ impl SessionFile {
     /// throughout.
     pub fn rewrite(&mut self, bytes: &[u8]) -> Result<(), SessionError> {
         write_atomically(&self.path, bytes)?;
-        self.file = open_append(&self.path)?;
-        self.len = bytes.len() as u64;
+        let file = open_append(&self.path)?;
+        self.writer.replace(try_clone(&file, &self.path)?, bytes.len() as u64).wait()?;
+        self.file = file;
         Ok(())
     }
 
@@ -305,6 +314,11 @@ impl SessionFile {
 
 fn open_append(path: &Path) -> Result<File, SessionError> {
     OpenOptions::new().append(true).open(path).map_err(SessionError::io("open for append", path))
+}
+
+/// A second handle on the same open file (the writer thread gets one).
+fn try_clone(file: &File, path: &Path) -> Result<File, SessionError> {
+    file.try_clone().map_err(SessionError::io("open for append", path))
 }
 
 /// One line of the `.corrupt` sidecar: a skipped line, kept so nothing is lost.
