@@ -453,6 +453,29 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_append_is_reported_and_leaves_the_file_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let mut file = SessionFile::create(&path, &header(), &[entry("a")]).unwrap();
+        let before = std::fs::read(&path).unwrap();
+        // The writer gets a handle it cannot write through, as a full disk refuses a write.
+        let read_only = File::open(&path).unwrap();
+        file.writer.replace(read_only, before.len() as u64).wait().unwrap();
+        let error = file.append(&[entry("b")]).unwrap_err();
+        assert!(matches!(error, SessionError::Io { action: "append to", .. }), "{error}");
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+        // A rewrite hands the writer a working handle again.
+        file.rewrite(&before).unwrap();
+        file.append(&[entry("c")]).unwrap();
+        let (_, parsed) = {
+            drop(file);
+            SessionFile::open(&path).unwrap()
+        };
+        let ids: Vec<_> = parsed.entries.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["a", "c"]);
+    }
+
+    #[test]
     fn damaged_lines_go_to_the_sidecar() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("s.jsonl");

@@ -172,7 +172,7 @@ impl CodingSession {
             custom_type: CHECKPOINT_ENTRY_TYPE.into(),
             data: serde_json::to_value(&record).unwrap_or_default(),
         };
-        if let Err(error) = self.journal.write(|file| file.append(kind)) {
+        if let Err(error) = self.journal.write(move |file| file.append(kind)).await {
             tracing::error!(session = %self.id, %error, "could not record a checkpoint");
             return;
         }
@@ -235,7 +235,7 @@ impl CodingSession {
             "requested_by": requested_by,
         });
         let kind = EntryKind::Custom { custom_type: UNDO_ENTRY_TYPE.into(), data };
-        let entry = self.journal.write(|file| file.append(kind))?;
+        let entry = self.journal.write(move |file| file.append(kind)).await?;
         self.emit(SessionEvent::UndoApplied {
             turn: target.turn,
             restored: done.restored.clone(),

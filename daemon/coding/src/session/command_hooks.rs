@@ -167,7 +167,7 @@ impl CodingSession {
             })
             .collect();
         if !entries.is_empty()
-            && let Err(error) = self.journal.write(|file| file.append_all(entries))
+            && let Err(error) = self.journal.write(move |file| file.append_all(entries)).await
         {
             tracing::warn!(session = %self.id, %error, "could not record hook runs");
         }

@@ -14,13 +14,14 @@ use super::{CodingSession, Operation, lock};
 impl CodingSession {
     /// Labels an entry (`None` removes its label); recorded as a label entry.
     pub async fn label(&self, entry_id: &str, label: Option<String>) -> Result<(), CodingError> {
-        self.journal.write(|file| file.label(entry_id, label))?;
+        let entry_id = entry_id.to_string();
+        self.journal.write(move |file| file.label(&entry_id, label)).await?;
         Ok(())
     }
 
     /// Names the session; recorded as a session-info entry.
     pub async fn rename(&self, name: String) -> Result<(), CodingError> {
-        self.journal.write(|file| file.set_name(Some(name)))?;
+        self.journal.write(move |file| file.set_name(Some(name))).await?;
         Ok(())
     }
 
@@ -52,7 +53,9 @@ impl CodingSession {
             }
             _ => None,
         };
-        let outcome = self.journal.write(|file| file.record_branch(entry_id, summary))?;
+        let target = entry_id.map(str::to_string);
+        let outcome =
+            self.journal.write(move |file| file.record_branch(target.as_deref(), summary)).await?;
         self.reload_history()?;
         self.emit(SessionEvent::LeafChanged { leaf_id: outcome.leaf_id.clone() });
         Ok(BranchResult { leaf_id: outcome.leaf_id, summary_entry_id: outcome.summary_entry_id })

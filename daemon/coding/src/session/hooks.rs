@@ -284,7 +284,7 @@ impl CodingSession {
         let report = CompactionReport { session: self, reason, tokens_before, done: false };
         let settings = &self.env().defaults.compaction.clone();
         let recorded = match job.summarize(provider.as_ref(), model, settings, cancel).await {
-            Ok(outcome) => self.journal.write(|file| file.finish_compaction(outcome)),
+            Ok(outcome) => self.journal.write(move |file| file.finish_compaction(outcome)).await,
             Err(error) => Err(error.into()),
         };
         match recorded {

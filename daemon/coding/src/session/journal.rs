@@ -4,7 +4,7 @@
 //! After a run's write failed, writes are refused until that run has ended; the next write
 //! then first records the tool results the failed run held back (see [`super::unsaved`]).
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rein_protocol::SessionEntry;
 use rein_protocol::event::SessionEvent;
@@ -51,7 +51,43 @@ impl Journal {
 
     /// Writes to the session file, then hands the appended entries to `announce`, still
     /// under the file's lock, so announcements of concurrent writers follow the file's order.
-    pub(crate) fn write_then<T>(
+    /// Runs on a blocking thread: the caller awaits the write without holding up an async
+    /// worker (the write and fsync themselves run on the file's writer thread).
+    pub(crate) async fn write_then<T: Send + 'static>(
+        self: &Arc<Self>,
+        write: impl FnOnce(&mut Session) -> Result<T, SessionError> + Send + 'static,
+        announce: impl FnOnce(&[SessionEntry]) + Send + 'static,
+    ) -> Result<T, CodingError> {
+        let journal = Arc::clone(self);
+        match tokio::task::spawn_blocking(move || journal.write_then_now(write, announce)).await {
+            Ok(written) => written,
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            // The runtime is shutting down: the daemon is going away with the session.
+            Err(_) => Err(CodingError::Closed),
+        }
+    }
+
+    /// Writes to the session file, then announces every appended entry with
+    /// `EntryAppended`. The caller awaits the write (see [`Journal::write_then`]).
+    pub(crate) async fn write<T: Send + 'static>(
+        self: &Arc<Self>,
+        write: impl FnOnce(&mut Session) -> Result<T, SessionError> + Send + 'static,
+    ) -> Result<T, CodingError> {
+        let sink = self.sink.clone();
+        self.write_then(write, move |entries| announce_entries(&sink, entries)).await
+    }
+
+    /// [`Journal::write`] for a caller that cannot await: blocks the calling thread until the
+    /// file's writer thread has made the entries durable.
+    pub(crate) fn write_now<T>(
+        &self,
+        write: impl FnOnce(&mut Session) -> Result<T, SessionError>,
+    ) -> Result<T, CodingError> {
+        self.write_then_now(write, |entries| announce_entries(&self.sink, entries))
+    }
+
+    /// [`Journal::write_then`] on the calling thread.
+    fn write_then_now<T>(
         &self,
         write: impl FnOnce(&mut Session) -> Result<T, SessionError>,
         announce: impl FnOnce(&[SessionEntry]),
@@ -80,21 +116,94 @@ impl Journal {
         Ok(value)
     }
 
-    /// Writes to the session file, then announces every appended entry with
-    /// `EntryAppended`.
-    pub(crate) fn write<T>(
-        &self,
-        write: impl FnOnce(&mut Session) -> Result<T, SessionError>,
-    ) -> Result<T, CodingError> {
-        self.write_then(write, |entries| {
-            for entry in entries {
-                (self.sink)(SessionEvent::EntryAppended { entry: entry.clone() });
-            }
-        })
-    }
-
     /// Closes the file (releasing its lock). Returns false when it was already closed.
     pub(crate) fn close(&self) -> bool {
         self.lock().take().is_some()
+    }
+}
+
+/// Announces each entry with `EntryAppended`, in order.
+fn announce_entries(sink: &EventSink, entries: &[SessionEntry]) {
+    for entry in entries {
+        sink(SessionEvent::EntryAppended { entry: entry.clone() });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rein_protocol::EntryKind;
+
+    /// A journal on a new session file, and the events it announced.
+    fn journal(dir: &std::path::Path) -> (Arc<Journal>, Arc<Mutex<Vec<SessionEvent>>>) {
+        let session = rein_session::SessionStore::new(dir).create("/p").unwrap();
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&events);
+        let sink: EventSink = Arc::new(move |event| seen.lock().unwrap().push(event));
+        (Arc::new(Journal::new(session, sink)), events)
+    }
+
+    /// The ids of the entries the session file holds now, read from disk.
+    fn ids_on_disk(journal: &Journal) -> Vec<String> {
+        let path = journal.read(|session| session.path().to_path_buf()).unwrap();
+        let text = std::fs::read_to_string(path).unwrap();
+        text.lines().skip(1).map(|l| serde_json::from_str::<SessionEntry>(l).unwrap().id).collect()
+    }
+
+    /// On a current-thread runtime the test's thread is the only async worker: a write that
+    /// ran (and waited for its fsync) there would show its id.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_write_is_awaited_off_the_async_worker_and_durable_when_it_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let (journal, events) = journal(dir.path());
+        let worker = std::thread::current().id();
+        let (entry, thread) = journal
+            .write(|session| {
+                let entry = session.set_name(Some("n".into()))?;
+                Ok((entry, std::thread::current().id()))
+            })
+            .await
+            .unwrap();
+        assert_ne!(thread, worker, "the write ran on the async worker");
+        assert_eq!(ids_on_disk(&journal), std::slice::from_ref(&entry.id));
+        let announced = events.lock().unwrap().clone();
+        assert!(
+            matches!(announced.as_slice(), [SessionEvent::EntryAppended { entry: e }] if *e == entry),
+            "{announced:?}"
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn concurrent_writes_are_announced_in_the_order_of_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (journal, events) = journal(dir.path());
+        let writes = (0..8).map(|i| {
+            let journal = Arc::clone(&journal);
+            async move {
+                let kind = EntryKind::SessionInfo { name: Some(format!("n{i}")) };
+                journal.write(move |session| session.append(kind)).await.unwrap()
+            }
+        });
+        futures::future::join_all(writes).await;
+        let announced: Vec<String> = events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|event| match event {
+                SessionEvent::EntryAppended { entry } => Some(entry.id.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(announced, ids_on_disk(&journal));
+        assert_eq!(announced.len(), 8);
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_write_after_close_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let (journal, _) = journal(dir.path());
+        assert!(journal.close());
+        let refused = journal.write(|session| session.set_name(None)).await;
+        assert!(matches!(refused, Err(CodingError::Closed)), "{refused:?}");
     }
 }

@@ -680,7 +680,9 @@ impl CodingSession {
             kinds.push(EntryKind::ApprovalPolicyChange { approval_policy: policy });
         }
         if !kinds.is_empty() {
-            self.journal.write(|file| file.append_all(kinds))?;
+            // Called while the operation lock is held, so it cannot await: it waits for the
+            // writer thread here (rare: only when a setting changed since it was recorded).
+            self.journal.write_now(|file| file.append_all(kinds))?;
         }
         Ok(())
     }
@@ -719,7 +721,8 @@ impl CodingSession {
         slot.usable()?;
         let model_ref = slot.reference.clone();
         self.apply_model(slot);
-        self.journal.write(|file| file.set_model(&model_ref))?;
+        let recorded = model_ref.clone();
+        self.journal.write(move |file| file.set_model(&recorded)).await?;
         self.emit(SessionEvent::ModelChanged { model: model_ref });
         Ok(())
     }
@@ -743,7 +746,7 @@ impl CodingSession {
     /// Changes the thinking level for the following runs; recorded in the session file.
     pub async fn set_thinking(&self, level: ThinkingLevel) -> Result<(), CodingError> {
         self.harness.set_thinking_level(level);
-        self.journal.write(|file| file.set_thinking_level(level))?;
+        self.journal.write(move |file| file.set_thinking_level(level)).await?;
         self.emit(SessionEvent::ThinkingLevelChanged { level });
         Ok(())
     }
@@ -751,7 +754,7 @@ impl CodingSession {
     /// Changes the approval policy; it applies to the next tool call and is recorded in the
     /// session file, so the session keeps it when it is loaded again.
     pub async fn set_approval_policy(&self, policy: ApprovalPolicy) -> Result<(), CodingError> {
-        self.journal.write(|file| file.set_approval_policy(policy))?;
+        self.journal.write(move |file| file.set_approval_policy(policy)).await?;
         *lock(&self.policy) = policy;
         self.emit(SessionEvent::ApprovalPolicyChanged { policy });
         Ok(())
@@ -841,7 +844,7 @@ impl CodingSession {
         self.pump.stop();
         // Tool results a failed write held back are recorded now if there is room again, so
         // the next load does not answer those calls as "interrupted".
-        if let Err(error) = self.journal.write(|_| Ok(())) {
+        if let Err(error) = self.journal.write(|_| Ok(())).await {
             tracing::warn!(session = %self.id, %error, "closing with tool results not recorded");
         }
         self.journal.close();

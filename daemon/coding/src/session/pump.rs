@@ -50,7 +50,7 @@ impl EventPump {
         let task = tokio::spawn(async move {
             let mut done = 0_u64;
             while let Some(event) = events.recv().await {
-                forward(&journal, &sink, &on_failure, &setup, event);
+                forward(&journal, &sink, &on_failure, &setup, event).await;
                 done += 1;
                 progress.send_replace(done);
             }
@@ -87,8 +87,8 @@ pub(crate) type OnFailure = Box<dyn Fn() + Send + Sync>;
 /// Passes one event on, persisting a finished message first: the message end is followed by
 /// the `EntryAppended` of its entry. A run's end is recorded (a `run_end` entry, announced)
 /// before its `agent_end` is passed on.
-fn forward(
-    journal: &Journal,
+async fn forward(
+    journal: &Arc<Journal>,
     sink: &EventSink,
     on_failure: &OnFailure,
     setup: &SetupSlot,
@@ -116,7 +116,9 @@ fn forward(
     if let Some(entry) = setup.run_end(&event) {
         // A run whose messages could not be written records no end either: the file must not
         // acknowledge a run whose history it does not hold.
-        if !write_failed && let Err(error) = journal.write(|session| session.append(entry)) {
+        if !write_failed
+            && let Err(error) = journal.write(move |session| session.append(entry)).await
+        {
             tracing::error!(%error, "could not record the end of a run");
         }
         sink(event);
@@ -135,15 +137,20 @@ fn forward(
             return;
         }
     }
-    let persisted = journal.write_then(
-        |session| session.append_message(message.clone()),
-        |entries| {
-            sink(SessionEvent::MessageEnd { message: message.clone() });
-            for entry in entries {
-                sink(SessionEvent::EntryAppended { entry: entry.clone() });
-            }
-        },
-    );
+    let written = message.clone();
+    let announced = message.clone();
+    let announce_to = sink.clone();
+    let persisted = journal
+        .write_then(
+            move |session| session.append_message(written),
+            move |entries| {
+                announce_to(SessionEvent::MessageEnd { message: announced });
+                for entry in entries {
+                    announce_to(SessionEvent::EntryAppended { entry: entry.clone() });
+                }
+            },
+        )
+        .await;
     if let Err(error) = persisted {
         tracing::error!(%error, role = role(&message), "could not persist a message; stopping the run");
         let first = journal.fail(&error, &message);

@@ -183,7 +183,7 @@ impl CodingSession {
         };
         if add_to_context
             && !outcome.cancelled
-            && let Err(error) = self.add_to_history(shell_message(&request.command, &outcome))
+            && let Err(error) = self.add_to_history(shell_message(&request.command, &outcome)).await
         {
             tracing::error!(%error, "could not add the shell command to the history");
         }
@@ -196,8 +196,8 @@ impl CodingSession {
 
     /// Appends a message between runs: to the session file (announced), then to the
     /// harness's history.
-    fn add_to_history(&self, message: Message) -> Result<(), CodingError> {
-        self.journal.write(|file| file.append_message(message))?;
+    async fn add_to_history(&self, message: Message) -> Result<(), CodingError> {
+        self.journal.write(move |file| file.append_message(message)).await?;
         self.harness.set_messages(self.journal.read(Session::request_messages)?)?;
         Ok(())
     }
