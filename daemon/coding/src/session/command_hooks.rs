@@ -28,7 +28,7 @@ use rein_protocol::method::ApprovalPolicy;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{CodingSession, lock};
+use super::CodingSession;
 use crate::command_hooks::{
     CLAUDE_SETTINGS_FILES, HookEvent, HookMoment, HookOutcome, HookRunner, HookSession,
     claude_tool_alias, read_claude_settings,
@@ -119,13 +119,13 @@ pub(crate) enum PreToolAnswer {
 impl CodingSession {
     /// The hooks in force.
     fn hook_runner(&self) -> Arc<HookRunner> {
-        lock(&self.command_hooks).clone()
+        self.live().command_hooks.clone()
     }
 
     /// Builds the hooks again (the project's trust changed).
     pub(crate) fn reload_hooks(&self, trusted: bool) {
         let runner = session_hook_runner(&self.env(), Path::new(&self.cwd), trusted);
-        *lock(&self.command_hooks) = Arc::new(runner);
+        self.live().command_hooks = Arc::new(runner);
     }
 
     /// Fires `moment`'s hooks, announcing each, then records every run in the session file.
@@ -304,7 +304,7 @@ impl CodingSession {
 
     /// `SessionStart`: its context is kept for the next prompt.
     pub(crate) async fn session_start_hooks(&self, source: &'static str) {
-        let model = lock(&self.model).reference.to_string();
+        let model = self.live().model.reference.to_string();
         let moment = HookMoment::new(HookEvent::SessionStart)
             .subject(source)
             .field("source", source)
@@ -314,7 +314,7 @@ impl CodingSession {
             .await
             .and_then(|outcome| outcome.context())
         {
-            lock(&self.hook_context).push(context);
+            self.live().hook_context.push(context);
         }
     }
 
@@ -347,6 +347,6 @@ impl CodingSession {
 
     /// Context hooks gave for the next prompt (`SessionStart`), taken once.
     pub(crate) fn take_hook_context(&self) -> Vec<String> {
-        std::mem::take(&mut *lock(&self.hook_context))
+        std::mem::take(&mut self.live().hook_context)
     }
 }

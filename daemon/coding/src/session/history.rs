@@ -9,7 +9,7 @@ use rein_session::summarize::{SummaryModel, request_summary, transcript};
 
 use super::error::CodingError;
 use super::model::ModelSlot;
-use super::{CodingSession, Operation, lock};
+use super::{CodingSession, Operation};
 
 impl CodingSession {
     /// Labels an entry (`None` removes its label); recorded as a label entry.
@@ -40,7 +40,7 @@ impl CodingSession {
         })??;
         let summary = match (summarize, abandoned.is_empty(), from_id) {
             (true, false, Some(from_id)) => {
-                let (provider, model) = lock(&self.model).usable()?;
+                let (provider, model) = self.live().model.usable()?;
                 let prompt = branch_summary_prompt(&transcript(&abandoned));
                 let summary_model = SummaryModel {
                     provider: provider.as_ref(),
@@ -67,8 +67,9 @@ impl CodingSession {
         let (messages, replay) =
             self.journal.read(|file| (file.request_messages(), file.replay()))?;
         self.harness.set_messages(messages)?;
+        let current = self.live().model.reference.clone();
         if let Some(reference) = replay.model
-            && reference != lock(&self.model).reference
+            && reference != current
         {
             let slot = ModelSlot::resolve(&self.env().registry, Some(&reference.to_string()));
             self.apply_model(slot);
@@ -91,7 +92,7 @@ impl CodingSession {
         instructions: Option<String>,
     ) -> Result<CompactResult, CodingError> {
         let operation = self.begin(Operation::Compaction)?;
-        let (provider, model) = lock(&self.model).usable()?;
+        let (provider, model) = self.live().model.usable()?;
         let keep = self.env().defaults.compaction.keep_recent(model.context_window);
         let compacted = self
             .run_compaction(

@@ -24,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::command_hooks::PreToolAnswer;
 use super::error::CodingError;
-use super::{CodingSession, DAEMON_RESOLVER, lock};
+use super::{CodingSession, DAEMON_RESOLVER};
 use crate::approval::approval_reason_in;
 
 /// What the model is told when a call needed approval and no client could give it.
@@ -193,7 +193,7 @@ impl CodingSession {
     /// Before each request: a fresh system prompt when the project context changed, a
     /// compaction when the context passed the threshold, and a valid tool history.
     async fn before_request(&self, messages: &[Message]) -> RequestEdit {
-        let system_prompt = lock(&self.prompt).refresh();
+        let system_prompt = self.live().prompt.refresh();
         if system_prompt.is_some() {
             tracing::debug!(session = %self.id, "project context changed; system prompt rebuilt");
         }
@@ -220,7 +220,7 @@ impl CodingSession {
     /// Compacts when the recorded context passed the model's window minus the reserve;
     /// returns the history to continue with.
     async fn compact_at_threshold(&self) -> Option<Vec<Message>> {
-        let (provider, model) = lock(&self.model).usable().ok()?;
+        let (provider, model) = self.live().model.usable().ok()?;
         let settings = &self.env().defaults.compaction.clone();
         let needed = self.journal.read(|file| file.needs_compaction(&model, settings)).ok()?;
         if !needed {
@@ -246,7 +246,7 @@ impl CodingSession {
     /// retry with.
     async fn recover_from_overflow(&self) -> Option<Vec<Message>> {
         self.pump.catch_up().await;
-        let (provider, model) = lock(&self.model).usable().ok()?;
+        let (provider, model) = self.live().model.usable().ok()?;
         let keep = self.env().defaults.compaction.keep_recent(model.context_window);
         let cancel = CancellationToken::new();
         match self
@@ -322,7 +322,7 @@ impl CodingSession {
         let cwd = Path::new(&self.cwd);
         let read_only_mcp =
             policy != ApprovalPolicy::Ask && self.is_read_only_mcp_tool(&call.tool_name);
-        let confined = lock(&self.tool_context).env.confines_commands();
+        let confined = self.live().tool_context.env.confines_commands();
         let policy_reason = approval_reason_in(policy, &call.tool_name, &arguments, cwd, confined)
             .filter(|_| !read_only_mcp);
         let Some(reason) = forced.clone().or(policy_reason) else {
@@ -430,7 +430,7 @@ impl CodingSession {
     /// Lets a call run (with the arguments a hook rewrote, if any), remembering it for the
     /// `PostToolUse` hooks.
     fn let_run(&self, call: &ToolCallContext, rewritten: Option<Value>) -> ToolCallDecision {
-        lock(&self.ran_calls).insert(call.call_id.clone());
+        self.live().ran_calls.insert(call.call_id.clone());
         match rewritten {
             Some(arguments) => ToolCallDecision::ProceedWith { arguments },
             None => ToolCallDecision::Proceed,
@@ -443,7 +443,7 @@ impl CodingSession {
         call: &ToolCallContext,
         result: ToolResultMessage,
     ) -> ToolResultMessage {
-        if !lock(&self.ran_calls).remove(&call.call_id) {
+        if !self.live().ran_calls.remove(&call.call_id) {
             return result;
         }
         self.post_tool_hooks(call, &call.arguments, result).await

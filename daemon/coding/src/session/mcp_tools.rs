@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use rein_agent::{Tool, ToolSet};
 use rein_protocol::mcp::{McpScope, McpServerConfig, McpServerInfo, McpServerState};
 
-use super::{CodingEnvironment, CodingSession, lock};
+use super::{CodingEnvironment, CodingSession};
 use crate::mcp::McpServers;
 use crate::project_extensions::read_project_extensions;
 use crate::tools::{ToolContext, coding_tools};
@@ -88,7 +88,7 @@ impl CodingSession {
         let generation = self.mcp_generation_now();
         let env = self.env();
         let (tools, read_only) = session_tools(context, &[&env.mcp, &self.mcp]);
-        *lock(&self.mcp_read_only) = read_only;
+        self.live().mcp_read_only = read_only;
         self.mcp_built.store(generation, Ordering::SeqCst);
         tools
     }
@@ -99,13 +99,16 @@ impl CodingSession {
         if self.mcp_generation_now() == self.mcp_built.load(Ordering::SeqCst) {
             return;
         }
-        let mut context = lock(&self.tool_context).clone();
-        context.images_allowed = lock(&self.model).info.images;
+        let context = {
+            let live = self.live();
+            ToolContext { images_allowed: live.model.info.images, ..live.tool_context.clone() }
+        };
         let tools = self.build_tools(context);
         match self.harness.set_tools(tools.clone()) {
             Ok(()) => {
                 tracing::info!(session = %self.id, tools = tools.len(), "MCP tools changed; tool set rebuilt");
-                self.harness.set_system_prompt(lock(&self.prompt).set_tools(tools));
+                let prompt = self.live().prompt.set_tools(tools);
+                self.harness.set_system_prompt(prompt);
             }
             Err(error) => tracing::error!(%error, "could not replace the tools"),
         }
@@ -131,7 +134,7 @@ impl CodingSession {
 
     /// Whether `tool` is an MCP tool its server annotates read-only.
     pub(crate) fn is_read_only_mcp_tool(&self, tool: &str) -> bool {
-        lock(&self.mcp_read_only).contains(tool)
+        self.live().mcp_read_only.contains(tool)
     }
 
     /// The session's own MCP servers.

@@ -161,38 +161,71 @@ impl Drop for OperationGuard<'_> {
     }
 }
 
+/// What a loaded session's methods and hooks read and replace while it lives, under one lock
+/// ([`CodingSession::live`]). The lock is a leaf: it is held only to read, update or replace
+/// these fields, never across an `.await`, a harness call, a journal call or another session
+/// lock.
+struct LiveState {
+    /// The daemon-wide environment as of now (a configuration reload replaces it).
+    env: Arc<CodingEnvironment>,
+    /// The approval policy in force.
+    policy: ApprovalPolicy,
+    /// The model in force and what it resolved to.
+    model: ModelSlot,
+    /// The project context and the system prompt built from it.
+    prompt: PromptContext,
+    /// What the session's tools are built with.
+    tool_context: ToolContext,
+    /// The command hooks in force (rebuilt when the project's trust changes).
+    command_hooks: Arc<crate::command_hooks::HookRunner>,
+    /// Context from `SessionStart` hooks, added to the next prompt.
+    hook_context: Vec<String>,
+    /// Tool calls that were let through to run, so only they get `PostToolUse` hooks.
+    ran_calls: std::collections::HashSet<String>,
+    /// The MCP tools annotated read-only.
+    mcp_read_only: std::collections::HashSet<String>,
+}
+
 /// One project directory, one session file, one agent harness. See the module docs.
+///
+/// # Locks
+///
+/// A session's state sits behind a few locks, taken in this order and never the other way
+/// round; no `std` lock is held across an `.await` (`docs/architecture.md`, "Lock order",
+/// places them among the daemon's):
+///
+/// 1. the run plans of [`verification::RunPlans`], held by `prompt` until the run it starts
+///    has its checks registered;
+/// 2. `operation` (the operation in progress): held while the harness decides whether a run
+///    starts, so no operation starts between the check and the run;
+/// 3. either the harness's own locks (`rein-agent`, inside its calls) or the journal: the
+///    session file ([`Journal`]), then its failure state ([`unsaved`]), then the event sink
+///    (the daemon's pending approvals, then its event log) while entries are announced. The
+///    harness's locks and the journal's are never held together;
+/// 4. leaves, held only for a read or an update with no other lock taken inside: `live`
+///    ([`LiveState`]), the run setup slot, the shell slot, the checkpoints, the approvals.
+///
+/// Session-file writes are awaited on a blocking thread (the journal's lock and the wait for
+/// the file's writer thread both happen there), so an async worker never waits for a disk.
 pub struct CodingSession {
     id: String,
     cwd: String,
-    env: Mutex<Arc<CodingEnvironment>>,
     harness: Harness,
     journal: Arc<Journal>,
     pump: EventPump,
     sink: EventSink,
     gate: Arc<dyn ApprovalGate>,
     approvals: Approvals,
-    policy: Mutex<ApprovalPolicy>,
-    model: Mutex<ModelSlot>,
-    prompt: Mutex<PromptContext>,
+    live: Mutex<LiveState>,
     run_setup: run_record::SetupSlot,
-    tool_context: Mutex<ToolContext>,
     operation: Mutex<Option<ActiveOperation>>,
     shell: shell::ShellSlot,
     run_plans: verification::RunPlans,
     checkpoints: checkpoints::SessionCheckpoints,
-    /// The command hooks in force (rebuilt when the project's trust changes).
-    command_hooks: Mutex<Arc<crate::command_hooks::HookRunner>>,
-    /// Context from `SessionStart` hooks, added to the next prompt.
-    hook_context: Mutex<Vec<String>>,
-    /// Tool calls that were let through to run, so only they get `PostToolUse` hooks.
-    ran_calls: Mutex<std::collections::HashSet<String>>,
     /// The session's own MCP servers.
     mcp: crate::mcp::McpServers,
     /// The MCP tool generation the tools were last built from.
     mcp_built: std::sync::atomic::AtomicU64,
-    /// The MCP tools annotated read-only.
-    mcp_read_only: Mutex<std::collections::HashSet<String>>,
     me: Weak<CodingSession>,
 }
 
@@ -367,31 +400,34 @@ impl CodingSession {
                 on_failure,
                 run_setup.clone(),
             );
+            let live = LiveState {
+                env: Arc::new(env),
+                policy,
+                model,
+                prompt,
+                tool_context,
+                command_hooks: Arc::new(hook_runner),
+                hook_context: Vec::new(),
+                ran_calls: std::collections::HashSet::new(),
+                mcp_read_only,
+            };
             CodingSession {
                 id,
                 cwd,
-                env: Mutex::new(Arc::new(env)),
                 harness,
                 journal,
                 pump,
                 sink,
                 gate,
                 approvals: Approvals::new(),
-                policy: Mutex::new(policy),
-                model: Mutex::new(model),
-                prompt: Mutex::new(prompt),
+                live: Mutex::new(live),
                 run_setup,
-                tool_context: Mutex::new(tool_context),
                 operation: Mutex::new(None),
                 shell: shell::ShellSlot::default(),
                 run_plans: verification::RunPlans::default(),
                 checkpoints: checkpoints::SessionCheckpoints::default(),
-                command_hooks: Mutex::new(Arc::new(hook_runner)),
-                hook_context: Mutex::new(Vec::new()),
-                ran_calls: Mutex::new(std::collections::HashSet::new()),
                 mcp,
                 mcp_built: std::sync::atomic::AtomicU64::new(mcp_built),
-                mcp_read_only: Mutex::new(mcp_read_only),
                 me: me.clone(),
             }
         }))
@@ -409,32 +445,33 @@ impl CodingSession {
 
     /// The daemon-wide environment as of now (a configuration reload replaces it).
     fn env(&self) -> Arc<CodingEnvironment> {
-        Arc::clone(&lock(&self.env))
+        Arc::clone(&self.live().env)
     }
 
     /// Puts a reloaded configuration in force: providers and models (the session's model is
     /// resolved again, so a provider or key that appeared makes it usable), session defaults
     /// and the variables hidden from tools. Applies from the next request.
     pub fn reconfigure(&self, env: CodingEnvironment) {
-        let hidden_changed = env.defaults.bash != lock(&self.env).defaults.bash;
+        let hidden_changed = env.defaults.bash != self.live().env.defaults.bash;
         let env = Arc::new(env);
-        *lock(&self.env) = Arc::clone(&env);
+        self.live().env = Arc::clone(&env);
         self.harness.set_limits(env.defaults.limits.clone());
         if hidden_changed {
             let context = {
-                let mut context = lock(&self.tool_context);
-                context.bash = env.defaults.bash.clone();
-                context.clone()
+                let mut live = self.live();
+                live.tool_context.bash = env.defaults.bash.clone();
+                live.tool_context.clone()
             };
-            let tools = self.build_tools(context);
-            match self.harness.set_tools(tools.clone()) {
-                Ok(()) => self.harness.set_system_prompt(lock(&self.prompt).set_tools(tools)),
-                Err(error) => tracing::error!(%error, "could not replace the tools"),
-            }
+            self.replace_tools(context);
         }
-        let reference = lock(&self.model).reference.to_string();
+        let reference = self.live().model.reference.to_string();
         let reference = (!reference.trim_matches('/').is_empty()).then_some(reference);
         self.apply_model(ModelSlot::resolve(&env.registry, reference.as_deref()));
+    }
+
+    /// The session's live state (a leaf lock: see [`LiveState`]).
+    fn live(&self) -> MutexGuard<'_, LiveState> {
+        lock(&self.live)
     }
 
     fn emit(&self, event: SessionEvent) {
@@ -466,8 +503,10 @@ impl CodingSession {
     /// The state the daemon reports for `session/state` (and create/open), with the last
     /// event seq it numbered.
     pub fn state(&self, last_seq: u64) -> SessionState {
-        let model = lock(&self.model).clone();
-        let prompt = lock(&self.prompt);
+        let (model, policy, trusted, excluded_files) = {
+            let live = self.live();
+            (live.model.clone(), live.policy, live.prompt.trusted(), live.prompt.excluded())
+        };
         let (name, usage, context_tokens, leaf_id) = self
             .journal
             .read(|file| {
@@ -485,7 +524,7 @@ impl CodingSession {
             name,
             model: model.reference,
             thinking_level: self.harness.thinking_level(),
-            approval_policy: *lock(&self.policy),
+            approval_policy: policy,
             running: self.harness.is_running(),
             run_id: self.harness.current_run(),
             queues: self.harness.queues(),
@@ -493,8 +532,8 @@ impl CodingSession {
             context_tokens,
             context_window: model.info.context_window,
             leaf_id,
-            trusted: prompt.trusted(),
-            excluded_files: prompt.excluded(),
+            trusted,
+            excluded_files,
             last_seq,
             stream: String::new(),
         }
@@ -625,7 +664,7 @@ impl CodingSession {
         }
         let running = self.harness.is_running();
         if !running {
-            lock(&self.model).usable()?;
+            self.live().model.usable()?;
             self.record_settings()?;
             let effective = limits.clone().unwrap_or_else(|| self.harness.limits());
             let setup = setup.unwrap_or_else(|| self.capture_setup(&effective));
@@ -646,10 +685,10 @@ impl CodingSession {
 
     /// What a run starting now is set up with (recorded with its end).
     fn capture_setup(&self, limits: &RunLimits) -> rein_protocol::entry::RunSetup {
-        let model = lock(&self.model).reference.clone();
+        let model = self.live().model.reference.clone();
         let mut config_files: Vec<PathBuf> =
             self.env().defaults.config_file.iter().cloned().collect();
-        config_files.extend(lock(&self.prompt).project_config_files());
+        config_files.extend(self.live().prompt.project_config_files());
         run_record::capture(&run_record::SetupInputs {
             model: &model,
             limits,
@@ -662,7 +701,7 @@ impl CodingSession {
     /// Records the model, thinking level and approval policy in force on the active path when
     /// it does not already, so reopening the session (or this branch of it) finds them.
     fn record_settings(&self) -> Result<(), CodingError> {
-        let reference = lock(&self.model).reference.clone();
+        let reference = self.live().model.reference.clone();
         let thinking = self.harness.thinking_level();
         let replay = self.journal.read(Session::replay)?;
         let mut kinds = Vec::new();
@@ -731,15 +770,27 @@ impl CodingSession {
     fn apply_model(&self, slot: ModelSlot) {
         let images = slot.info.images;
         self.harness.set_model(slot.harness_provider(), slot.info.clone());
-        let previous = std::mem::replace(&mut *lock(&self.model), slot);
-        if images != previous.info.images {
-            let mut context = lock(&self.tool_context).clone();
-            context.images_allowed = images;
-            let tools = self.build_tools(context);
-            match self.harness.set_tools(tools.clone()) {
-                Ok(()) => self.harness.set_system_prompt(lock(&self.prompt).set_tools(tools)),
-                Err(error) => tracing::error!(%error, "could not replace the tools"),
+        let context = {
+            let mut live = self.live();
+            let previous = std::mem::replace(&mut live.model, slot);
+            (images != previous.info.images)
+                .then(|| ToolContext { images_allowed: images, ..live.tool_context.clone() })
+        };
+        if let Some(context) = context {
+            self.replace_tools(context);
+        }
+    }
+
+    /// Builds the tools for `context` and puts them (and the system prompt listing them) in
+    /// force.
+    fn replace_tools(&self, context: ToolContext) {
+        let tools = self.build_tools(context);
+        match self.harness.set_tools(tools.clone()) {
+            Ok(()) => {
+                let prompt = self.live().prompt.set_tools(tools);
+                self.harness.set_system_prompt(prompt);
             }
+            Err(error) => tracing::error!(%error, "could not replace the tools"),
         }
     }
 
@@ -755,7 +806,7 @@ impl CodingSession {
     /// session file, so the session keeps it when it is loaded again.
     pub async fn set_approval_policy(&self, policy: ApprovalPolicy) -> Result<(), CodingError> {
         self.journal.write(move |file| file.set_approval_policy(policy)).await?;
-        *lock(&self.policy) = policy;
+        self.live().policy = policy;
         self.emit(SessionEvent::ApprovalPolicyChanged { policy });
         Ok(())
     }
@@ -763,7 +814,7 @@ impl CodingSession {
     /// The trusted project's settings as its `.rein/config.toml` files say now (read at each
     /// prompt, so an edit applies to the next run); empty for an untrusted project.
     pub fn project_config(&self) -> Result<ProjectConfig, CodingError> {
-        let files = lock(&self.prompt).project_config_files();
+        let files = self.live().prompt.project_config_files();
         Ok(ProjectConfig::load(&files)?)
     }
 
@@ -782,7 +833,7 @@ impl CodingSession {
 
     /// The approval policy in force.
     pub fn approval_policy(&self) -> ApprovalPolicy {
-        *lock(&self.policy)
+        self.live().policy
     }
 
     /// Answers a pending approval request. The first answer wins; later ones (and answers to
@@ -812,7 +863,7 @@ impl CodingSession {
     pub fn refresh_trust(&self) {
         let trusted = self.env().trust.is_trusted(&PathBuf::from(&self.cwd));
         self.reload_hooks(trusted);
-        let prompt = lock(&self.prompt).set_trusted(trusted);
+        let prompt = self.live().prompt.set_trusted(trusted);
         self.harness.set_system_prompt(prompt);
     }
 
@@ -838,7 +889,7 @@ impl CodingSession {
         self.shell.wait().await;
         self.session_end_hooks().await;
         self.mcp.stop();
-        let environment = lock(&self.tool_context).env.clone();
+        let environment = self.live().tool_context.env.clone();
         environment.shutdown().await;
         self.pump.catch_up().await;
         self.pump.stop();

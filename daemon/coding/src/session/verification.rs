@@ -185,7 +185,7 @@ impl CodingSession {
     fn check_runner(&self) -> crate::verify::CheckRunner {
         let env = self.env();
         crate::verify::CheckRunner {
-            cwd: super::lock(&self.tool_context).cwd.clone(),
+            cwd: self.live().tool_context.cwd.clone(),
             shell: env.defaults.bash.shell.clone(),
             output_dir: crate::tools::spill::session_dir(&env.output_dir, &self.id),
             spill: env.defaults.bash.spill,
