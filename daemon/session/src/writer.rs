@@ -26,7 +26,7 @@ use crate::error::SessionError;
 pub const WRITER_THREAD_NAME: &str = "rein-writer";
 
 /// Stack size of a writer thread: it serializes nothing, it only calls write and fsync.
-const WRITER_STACK_SIZE: usize = 64 * 1024;
+const WRITER_STACK_SIZE: usize = 128 * 1024;
 
 /// What the writer thread is asked to do, in the order asked.
 enum Request {
