@@ -30,10 +30,12 @@ pub enum ToolSetError {
 
 struct RegisteredTool {
     tool: Arc<dyn Tool>,
-    validator: Arc<Validator>,
+    /// The compiled schema; `None` for a tool that checks its own arguments.
+    validator: Option<Arc<Validator>>,
 }
 
-/// The tools a model may call, each with its compiled argument validator.
+/// The tools a model may call, each with its compiled argument validator (tools that check
+/// their own arguments have none).
 pub struct ToolSet {
     tools: Vec<RegisteredTool>,
     by_name: HashMap<String, usize>,
@@ -62,7 +64,8 @@ pub(crate) struct ValidCall {
 }
 
 impl ToolSet {
-    /// Compiles every tool's schema; fails on an invalid schema or a duplicate name.
+    /// Compiles the schema of every tool that does not check its own arguments; fails on an
+    /// invalid schema or a duplicate name.
     pub fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Self, ToolSetError> {
         let mut set = Self::default();
         let mut definitions = Vec::with_capacity(tools.len());
@@ -72,8 +75,13 @@ impl ToolSet {
                 return Err(ToolSetError::DuplicateName(name));
             }
             let definition = tool.definition();
-            let validator = crate::schema_cache::validator(&definition.parameters)
-                .map_err(|reason| ToolSetError::InvalidSchema { name: name.clone(), reason })?;
+            let validator = if tool.checks_own_arguments() {
+                None
+            } else {
+                let compiled = crate::schema_cache::validator(&definition.parameters)
+                    .map_err(|reason| ToolSetError::InvalidSchema { name: name.clone(), reason })?;
+                Some(compiled)
+            };
             set.by_name.insert(name, set.tools.len());
             definitions.push(definition);
             set.tools.push(RegisteredTool { tool, validator });
@@ -115,16 +123,19 @@ impl ToolSet {
         self.get(name).map_or(ExecutionMode::Parallel, |tool| tool.mode())
     }
 
-    /// Checks a call: the tool exists, the arguments are JSON and match the schema. The error
-    /// is the text the model gets as the call's result.
+    /// Checks a call: the tool exists, the arguments are JSON and (for a tool that does not
+    /// check its own) match the schema. The error is the text the model gets as the call's
+    /// result.
     pub(crate) fn validate(&self, call: &ToolCall) -> Result<ValidCall, String> {
         let Some(&index) = self.by_name.get(&call.name) else {
             return Err(self.unknown_tool_message(&call.name));
         };
         let registered = &self.tools[index];
         let arguments = parse_arguments(&call.name, &call.arguments)?;
-        if !registered.validator.is_valid(&arguments) {
-            return Err(violation_report(&call.name, &registered.validator, &arguments));
+        if let Some(validator) = &registered.validator
+            && !validator.is_valid(&arguments)
+        {
+            return Err(violation_report(&call.name, validator, &arguments));
         }
         Ok(ValidCall { tool: registered.tool.clone(), arguments })
     }
@@ -176,6 +187,31 @@ mod tests {
     use serde_json::json;
 
     struct Schema(&'static str, Value, ExecutionMode);
+
+    /// A tool that parses its own arguments (as typed tools do).
+    struct SelfChecked;
+
+    impl Tool for SelfChecked {
+        fn name(&self) -> &str {
+            "typed"
+        }
+        fn description(&self) -> &str {
+            "checks its own arguments"
+        }
+        fn parameters(&self) -> Value {
+            json!({"type": "object", "properties": {"n": {"type": "integer"}},
+                "additionalProperties": false})
+        }
+        fn mode(&self) -> ExecutionMode {
+            ExecutionMode::Parallel
+        }
+        fn checks_own_arguments(&self) -> bool {
+            true
+        }
+        fn execute(&self, _: ToolInvocation) -> BoxFuture<'_, ToolOutput> {
+            ready(ToolOutput::text("ok")).boxed()
+        }
+    }
 
     impl Tool for Schema {
         fn name(&self) -> &str {
@@ -246,6 +282,18 @@ mod tests {
         assert!(error.contains("/limit"), "{error}");
         assert!(error.contains("path"), "{error}");
         assert!(error.lines().count() >= 4, "{error}");
+    }
+
+    #[test]
+    fn a_tool_that_checks_its_own_arguments_is_not_checked_against_its_schema_too() {
+        let set = ToolSet::new(vec![Arc::new(SelfChecked) as Arc<dyn Tool>, read_tool()]).unwrap();
+        // The tool gets them as they are and answers for them itself ...
+        let valid = set.validate(&call("typed", json!({"n": "ten", "extra": 1}))).unwrap();
+        assert_eq!(valid.arguments, json!({"n": "ten", "extra": 1}));
+        // ... but they must still be JSON, and other tools are still checked.
+        let error = set.validate(&call("typed", json!("{n:"))).err().unwrap();
+        assert!(error.contains("not valid JSON"), "{error}");
+        assert!(set.validate(&call("read", json!({"path": 1}))).is_err());
     }
 
     #[test]

@@ -398,7 +398,7 @@ impl TypedTool for BashTool {
 
 /// The arguments of `bash`.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct BashArgs {
     /// The command line to run (with bash -c, or sh -c without bash).
     command: String,
