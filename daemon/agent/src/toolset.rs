@@ -186,32 +186,8 @@ mod tests {
     use futures::future::{BoxFuture, FutureExt, ready};
     use serde_json::json;
 
-    struct Schema(&'static str, Value, ExecutionMode);
-
-    /// A tool that parses its own arguments (as typed tools do).
-    struct SelfChecked;
-
-    impl Tool for SelfChecked {
-        fn name(&self) -> &str {
-            "typed"
-        }
-        fn description(&self) -> &str {
-            "checks its own arguments"
-        }
-        fn parameters(&self) -> Value {
-            json!({"type": "object", "properties": {"n": {"type": "integer"}},
-                "additionalProperties": false})
-        }
-        fn mode(&self) -> ExecutionMode {
-            ExecutionMode::Parallel
-        }
-        fn checks_own_arguments(&self) -> bool {
-            true
-        }
-        fn execute(&self, _: ToolInvocation) -> BoxFuture<'_, ToolOutput> {
-            ready(ToolOutput::text("ok")).boxed()
-        }
-    }
+    /// A test tool: name, schema, mode, and whether it checks its own arguments.
+    struct Schema(&'static str, Value, ExecutionMode, bool);
 
     impl Tool for Schema {
         fn name(&self) -> &str {
@@ -225,6 +201,9 @@ mod tests {
         }
         fn mode(&self) -> ExecutionMode {
             self.2
+        }
+        fn checks_own_arguments(&self) -> bool {
+            self.3
         }
         fn execute(&self, _: ToolInvocation) -> BoxFuture<'_, ToolOutput> {
             ready(ToolOutput::text("ok")).boxed()
@@ -241,6 +220,7 @@ mod tests {
                 "additionalProperties": false
             }),
             ExecutionMode::Parallel,
+            false,
         ))
     }
 
@@ -286,7 +266,10 @@ mod tests {
 
     #[test]
     fn a_tool_that_checks_its_own_arguments_is_not_checked_against_its_schema_too() {
-        let set = ToolSet::new(vec![Arc::new(SelfChecked) as Arc<dyn Tool>, read_tool()]).unwrap();
+        let typed = json!({"type": "object", "properties": {"n": {"type": "integer"}},
+            "additionalProperties": false});
+        let typed = Arc::new(Schema("typed", typed, ExecutionMode::Parallel, true));
+        let set = ToolSet::new(vec![typed as Arc<dyn Tool>, read_tool()]).unwrap();
         // The tool gets them as they are and answers for them itself ...
         let valid = set.validate(&call("typed", json!({"n": "ten", "extra": 1}))).unwrap();
         assert_eq!(valid.arguments, json!({"n": "ten", "extra": 1}));
@@ -302,6 +285,7 @@ mod tests {
             "ls",
             json!({"type": "object"}),
             ExecutionMode::Parallel,
+            false,
         )) as Arc<dyn Tool>])
         .unwrap();
         assert_eq!(set.validate(&call("ls", Value::Null)).unwrap().arguments, json!({}));
@@ -309,7 +293,7 @@ mod tests {
 
     #[test]
     fn bad_schemas_and_duplicate_names_are_refused() {
-        let bad = Arc::new(Schema("bad", json!({"type": 12}), ExecutionMode::Sequential));
+        let bad = Arc::new(Schema("bad", json!({"type": 12}), ExecutionMode::Sequential, false));
         assert!(matches!(
             ToolSet::new(vec![bad]),
             Err(ToolSetError::InvalidSchema { name, .. }) if name == "bad"
@@ -322,7 +306,7 @@ mod tests {
 
     #[test]
     fn modes_come_from_the_tool_and_unknown_tools_count_as_parallel() {
-        let write = Arc::new(Schema("write", json!({}), ExecutionMode::Sequential));
+        let write = Arc::new(Schema("write", json!({}), ExecutionMode::Sequential, false));
         let set = ToolSet::new(vec![read_tool(), write]).unwrap();
         assert_eq!(set.mode_of("read"), ExecutionMode::Parallel);
         assert_eq!(set.mode_of("write"), ExecutionMode::Sequential);

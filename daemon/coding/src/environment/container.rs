@@ -17,11 +17,10 @@ use std::process::Stdio;
 use futures::future::BoxFuture;
 use rein_protocol::method::SandboxMode;
 use tokio::sync::OnceCell;
-use tokio_util::sync::CancellationToken;
 
 use super::sandbox::find_on_path;
 use super::{
-    CommandFuture, Confinement, Environment, EnvironmentError, FilePolicy, OutputSink,
+    CommandCall, CommandFuture, Confinement, Environment, EnvironmentError, FilePolicy,
     SandboxSettings,
 };
 use crate::tools::{CommandRequest, Launch, run_launched};
@@ -149,12 +148,8 @@ impl Environment for ContainerEnvironment {
         &self.confinement
     }
 
-    fn run<'a>(
-        &'a self,
-        request: &'a CommandRequest,
-        on_output: OutputSink<'a>,
-        cancel: &'a CancellationToken,
-    ) -> CommandFuture<'a> {
+    fn run<'a>(&'a self, call: CommandCall<'a>) -> CommandFuture<'a> {
+        let CommandCall { request, on_output, cancel } = call;
         Box::pin(async move {
             self.ensure_started().await?;
             let record = format!("/tmp/rein-group-{}", uuid::Uuid::now_v7());

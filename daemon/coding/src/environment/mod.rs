@@ -40,6 +40,17 @@ pub type OutputSink<'a> = &'a mut (dyn FnMut(&str) + Send);
 /// A running command: how it ended, or why it could not start.
 pub type CommandFuture<'a> = BoxFuture<'a, std::io::Result<CommandOutcome>>;
 
+/// One command for [`Environment::run`]: what to run, where its output goes, and what stops
+/// it.
+pub struct CommandCall<'a> {
+    /// The command.
+    pub request: &'a CommandRequest,
+    /// Receives its output, chunk by chunk.
+    pub on_output: OutputSink<'a>,
+    /// Kills the command's process group when cancelled.
+    pub cancel: &'a CancellationToken,
+}
+
 /// What every environment states the same way: the sandbox mode commands run under, the
 /// rules the file operations obey, and whether commands may use the network. An environment
 /// holds one and answers [`Environment::mode`], [`Environment::policy`] and
@@ -88,13 +99,9 @@ pub trait Environment: Send + Sync + std::fmt::Debug {
         &self.confinement().policy
     }
 
-    /// Runs a command, streaming its output to `on_output`. Errors are failures to start it.
-    fn run<'a>(
-        &'a self,
-        request: &'a CommandRequest,
-        on_output: OutputSink<'a>,
-        cancel: &'a CancellationToken,
-    ) -> CommandFuture<'a>;
+    /// Runs a command, streaming its output to the call's sink. Errors are failures to start
+    /// it.
+    fn run<'a>(&'a self, call: CommandCall<'a>) -> CommandFuture<'a>;
 
     /// The same command on the host without confinement (after a person approved it), or
     /// `None` when this environment has no such thing (it is the host already).
@@ -175,13 +182,8 @@ impl Environment for LocalEnvironment {
         &self.confinement
     }
 
-    fn run<'a>(
-        &'a self,
-        request: &'a CommandRequest,
-        on_output: OutputSink<'a>,
-        cancel: &'a CancellationToken,
-    ) -> CommandFuture<'a> {
-        Box::pin(run_command(request, on_output, cancel))
+    fn run<'a>(&'a self, call: CommandCall<'a>) -> CommandFuture<'a> {
+        Box::pin(run_command(call.request, call.on_output, call.cancel))
     }
 }
 

@@ -18,12 +18,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use rein_protocol::method::SandboxMode;
-use tokio_util::sync::CancellationToken;
 
 use super::pids_cgroup::{MAX_PIDS, PidsCgroup};
 use super::{
-    CommandFuture, Confinement, Environment, EnvironmentError, FilePolicy, LocalEnvironment,
-    OutputSink,
+    CommandCall, CommandFuture, Confinement, Environment, EnvironmentError, FilePolicy,
+    LocalEnvironment,
 };
 use crate::tools::{CommandRequest, Launch, run_launched};
 
@@ -178,12 +177,8 @@ impl Environment for BwrapSandbox {
         &self.confinement
     }
 
-    fn run<'a>(
-        &'a self,
-        request: &'a CommandRequest,
-        on_output: OutputSink<'a>,
-        cancel: &'a CancellationToken,
-    ) -> CommandFuture<'a> {
+    fn run<'a>(&'a self, call: CommandCall<'a>) -> CommandFuture<'a> {
+        let CommandCall { request, on_output, cancel } = call;
         Box::pin(async move {
             let cgroup = match PidsCgroup::create(MAX_PIDS) {
                 Ok(cgroup) => Some(cgroup),
