@@ -13,19 +13,15 @@ pub const DEFAULT_MAX_TURNS: u32 = 200;
 
 /// The `[limits]` table of a configuration file; a key left out keeps the value below it.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(default, deny_unknown_fields)]
 pub struct LimitsConfig {
     /// Most turns per run.
-    #[serde(default)]
     pub max_turns: Option<u32>,
     /// Most US dollars per run.
-    #[serde(default)]
     pub max_cost: Option<f64>,
     /// Most seconds per run.
-    #[serde(default)]
     pub max_seconds: Option<u64>,
     /// Consecutive turns in which every tool call failed before the run stops.
-    #[serde(default)]
     pub max_failed_turns: Option<u32>,
 }
 
