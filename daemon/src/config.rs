@@ -10,6 +10,7 @@
 use rein_ai::RetryPolicy;
 use rein_ai::config::{ProviderConfig, ProvidersConfig};
 use rein_coding::config_file::{ConfigParseError, parse_strict};
+pub use rein_coding::limits_config::LimitsConfig;
 use rein_protocol::method::ApprovalPolicy;
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -169,43 +170,6 @@ impl Config {
     }
 }
 
-/// `[limits]`: defaults for each run.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LimitsConfig {
-    /// Most turns per run.
-    #[serde(default = "default_max_turns")]
-    pub max_turns: u32,
-    /// Most US dollars per run; unlimited when absent.
-    #[serde(default)]
-    pub max_cost: Option<f64>,
-    /// Most seconds per run; unlimited when absent.
-    #[serde(default)]
-    pub max_seconds: Option<u64>,
-    /// Consecutive turns in which every tool call failed before the run stops.
-    #[serde(default = "default_max_failed_turns")]
-    pub max_failed_turns: u32,
-}
-
-fn default_max_turns() -> u32 {
-    200
-}
-
-fn default_max_failed_turns() -> u32 {
-    5
-}
-
-impl Default for LimitsConfig {
-    fn default() -> Self {
-        Self {
-            max_turns: default_max_turns(),
-            max_cost: None,
-            max_seconds: None,
-            max_failed_turns: default_max_failed_turns(),
-        }
-    }
-}
-
 /// `[sessions]`: how the daemon keeps sessions in memory.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -343,12 +307,7 @@ pub fn session_defaults(
     config: &Config,
     registry: &rein_ai::Registry,
 ) -> rein_coding::session::SessionDefaults {
-    let limits = rein_agent::RunLimits {
-        max_turns: Some(config.limits.max_turns),
-        max_cost: config.limits.max_cost,
-        max_wall_time: config.limits.max_seconds.map(std::time::Duration::from_secs),
-        max_failed_turns: Some(config.limits.max_failed_turns),
-    };
+    let limits = config.limits.over(&LimitsConfig::built_in());
     rein_coding::session::SessionDefaults {
         approval_policy: config.approval_policy,
         limits,
@@ -417,6 +376,8 @@ mod tests {
     fn empty_file_gives_defaults() {
         let config = parse("").unwrap();
         assert_eq!(config.limits, LimitsConfig::default());
+        let limits = config.limits.over(&LimitsConfig::built_in());
+        assert_eq!((limits.max_turns, limits.max_failed_turns), (Some(200), Some(5)));
         assert_eq!(config.approval_policy, ApprovalPolicy::Ask);
         assert_eq!(config.sessions.replay_buffer, 4096);
     }
@@ -444,7 +405,7 @@ mod tests {
         assert!(config.providers.contains_key("local"));
         assert_eq!(config.providers_config().model.as_deref(), Some("local/test-model"));
         assert_eq!(config.approval_policy, ApprovalPolicy::AutoEdit);
-        assert_eq!(config.limits.max_turns, 7);
+        assert_eq!(config.limits.max_turns, Some(7));
         assert_eq!(config.limits.max_cost, Some(1.5));
         assert_eq!(config.sessions.idle_unload_secs, 30);
         assert_eq!(config.approvals.grace_secs, 5);
@@ -543,7 +504,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("config.toml"), "[limits]\nmax_turns = 3\n").unwrap();
         let (config, path) = load(dir.path()).unwrap();
-        assert_eq!(config.limits.max_turns, 3);
+        assert_eq!(config.limits.max_turns, Some(3));
         assert_eq!(path, Some(dir.path().join("config.toml")));
         std::fs::write(dir.path().join("config.toml"), "approval_policy = \"sometimes\"\n")
             .unwrap();

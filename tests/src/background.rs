@@ -64,6 +64,31 @@ impl BackgroundFake {
     }
 }
 
+/// The usual end-to-end set-up: the real `reind` configured for a scripted fake provider,
+/// and an empty project directory for its sessions. Fields drop in order: the daemon stops
+/// first, then the fake, then the project goes.
+#[derive(Debug)]
+pub struct Served {
+    /// The daemon, started.
+    pub daemon: DaemonFixture,
+    /// The fake provider it talks to.
+    pub fake: BackgroundFake,
+    /// A temporary project directory.
+    pub project: tempfile::TempDir,
+}
+
+impl Served {
+    /// A fake replaying `script` and a daemon configured for it with `extra` appended to its
+    /// `config.toml` (as in [`BackgroundFake::config`]).
+    pub fn start(script: Vec<Reply>, extra: &str) -> Self {
+        let project = tempfile::tempdir()
+            .unwrap_or_else(|e| panic!("cannot create a temp project directory: {e}"));
+        let fake = BackgroundFake::start(script);
+        let daemon = fake.daemon(extra);
+        Self { daemon, fake, project }
+    }
+}
+
 impl Drop for BackgroundFake {
     fn drop(&mut self) {
         if let Some(runtime) = self.runtime.take() {

@@ -7,7 +7,9 @@
 //! ([`RawConnection::call`]) for requests a test builds by hand, and typed calls from the
 //! protocol's method table ([`RawConnection::request`]).
 
-use rein_protocol::method::{ClientCapabilities, InitializeParams, SubscribeParams};
+use rein_protocol::method::{
+    ClientCapabilities, CreateSessionParams, InitializeParams, SubscribeParams,
+};
 use rein_protocol::requests::{self as rq, Method};
 use rein_protocol::version::PROTOCOL_VERSION;
 use serde_json::{Value, json};
@@ -53,16 +55,21 @@ impl RawConnection {
 
     /// Connects and introduces itself as `name` with `initialize` (no approvals).
     pub fn connect_as(socket: &Path, name: &str) -> Self {
+        Self::connect_with(socket, client_params(name, false))
+    }
+
+    /// Connects and introduces itself with `params` (see [`client_params`]).
+    pub fn connect_with(socket: &Path, params: InitializeParams) -> Self {
         let mut connection = Self::connect(socket);
-        connection.initialize(InitializeParams {
-            client_name: name.to_string(),
-            client_version: String::new(),
-            protocol_version: PROTOCOL_VERSION,
-            capabilities: ClientCapabilities::default(),
-            pid: None,
-            tty: None,
-        });
+        connection.initialize(params);
         connection
+    }
+
+    /// Creates a session working in `cwd` (`session/create`, everything else by default);
+    /// returns its id.
+    pub fn create_session(&mut self, cwd: &Path) -> String {
+        let params = CreateSessionParams { cwd: cwd.display().to_string(), ..Default::default() };
+        self.request::<rq::SessionCreate>(&params).session_id
     }
 
     /// Sends `initialize` with `params`, panicking when it is refused.
@@ -272,6 +279,19 @@ impl RawConnection {
                 return events;
             }
         }
+    }
+}
+
+/// The `initialize` params of a test client named `name` (no version, pid or tty);
+/// `approvals` says whether it answers approval requests.
+pub fn client_params(name: &str, approvals: bool) -> InitializeParams {
+    InitializeParams {
+        client_name: name.to_string(),
+        client_version: String::new(),
+        protocol_version: PROTOCOL_VERSION,
+        capabilities: ClientCapabilities { approvals },
+        pid: None,
+        tty: None,
     }
 }
 

@@ -197,6 +197,17 @@ impl DaemonFixture {
     pub fn connect(&self) -> RawConnection {
         RawConnection::connect(&self.socket)
     }
+
+    /// A connection that introduced itself as `name`; `approvals` says whether it answers
+    /// approval requests.
+    pub fn client(&self, name: &str, approvals: bool) -> RawConnection {
+        self.client_with(crate::connection::client_params(name, approvals))
+    }
+
+    /// A connection that introduced itself with `params` (a pid or tty of its own, say).
+    pub fn client_with(&self, params: rein_protocol::method::InitializeParams) -> RawConnection {
+        RawConnection::connect_with(&self.socket, params)
+    }
 }
 
 impl Default for DaemonFixture {

@@ -6,25 +6,36 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
-use rein_protocol::PROTOCOL_VERSION;
-use rein_protocol::method::{ClientCapabilities, InitializeParams};
-use rein_testkit::background::BackgroundFake;
+use rein_protocol::method::InitializeParams;
+use rein_testkit::background::Served;
+use rein_testkit::connection::client_params;
 use rein_testkit::daemon::{DaemonFixture, RawConnection};
 use rein_testkit::fake_provider::Reply;
 use serde_json::{Value, json};
+use std::path::Path;
 
-/// A client that introduced itself; `approvals` tells whether it answers approval requests.
+/// A client that introduced itself with a pid and a tty; `approvals` tells whether it answers
+/// approval requests.
 fn client(daemon: &DaemonFixture, name: &str, approvals: bool, pid: u32) -> RawConnection {
-    let mut connection = daemon.connect();
-    connection.initialize(InitializeParams {
-        client_name: name.to_string(),
-        client_version: String::new(),
-        protocol_version: PROTOCOL_VERSION,
-        capabilities: ClientCapabilities { approvals },
-        pid: Some(pid),
-        tty: Some("/dev/pts/42".to_string()),
-    });
-    connection
+    let tty = Some("/dev/pts/42".to_string());
+    daemon.client_with(InitializeParams { pid: Some(pid), tty, ..client_params(name, approvals) })
+}
+
+/// The client that creates the session in `project` and prompts it (it answers no
+/// approvals), subscribed from the start; and the session.
+fn prompter(daemon: &DaemonFixture, project: &Path) -> (RawConnection, String) {
+    let mut prompter = client(daemon, "script", false, 100);
+    let session = prompter.create_session(project);
+    prompter.subscribe(&session, None);
+    (prompter, session)
+}
+
+/// A script whose bash call must be refused, and the model's answer to the refusal.
+fn refused_command() -> Vec<Reply> {
+    vec![
+        Reply::tool_call("bash", json!({"command": "echo should-not-run > ran.txt"})),
+        Reply::text("understood"),
+    ]
 }
 
 fn find<'a>(events: &'a [Value], kind: &str) -> &'a Value {
@@ -36,19 +47,16 @@ fn find<'a>(events: &'a [Value], kind: &str) -> &'a Value {
 
 #[test]
 fn a_waiting_approval_outlives_its_approver_and_is_shown_to_the_next_one() {
-    let project = tempfile::tempdir().unwrap();
-    let target = project.path().join("made.txt");
-    let fake = BackgroundFake::start(vec![
+    let script = vec![
         Reply::tool_call("write", json!({"path": "made.txt", "content": "hello"})),
         Reply::text("written"),
         Reply::tool_call("bash", json!({"command": "sleep 60"})),
-    ]);
+    ];
     // A long grace: the request must still be waiting when the second approver comes.
-    let daemon = fake.daemon("approval_policy = \"ask\"\n[approvals]\ngrace_secs = 600");
-    let mut prompter = client(&daemon, "script", false, 100);
-    let state = prompter.call_ok(1, "session/create", json!({"cwd": project.path()}));
-    let session = state["session_id"].as_str().unwrap().to_string();
-    prompter.subscribe(&session, None);
+    let Served { project, fake: _fake, daemon } =
+        Served::start(script, "approval_policy = \"ask\"\n[approvals]\ngrace_secs = 600");
+    let target = project.path().join("made.txt");
+    let (mut prompter, session) = prompter(&daemon, project.path());
 
     let mut first = client(&daemon, "first-editor", true, 200);
     first.subscribe(&session, None);
@@ -123,16 +131,9 @@ fn a_waiting_approval_outlives_its_approver_and_is_shown_to_the_next_one() {
 
 #[test]
 fn when_every_approver_has_left_the_request_is_denied_after_the_grace_period() {
-    let project = tempfile::tempdir().unwrap();
-    let fake = BackgroundFake::start(vec![
-        Reply::tool_call("bash", json!({"command": "echo should-not-run > ran.txt"})),
-        Reply::text("understood"),
-    ]);
-    let daemon = fake.daemon("approval_policy = \"ask\"\n[approvals]\ngrace_secs = 1");
-    let mut prompter = client(&daemon, "script", false, 100);
-    let state = prompter.call_ok(1, "session/create", json!({"cwd": project.path()}));
-    let session = state["session_id"].as_str().unwrap().to_string();
-    prompter.subscribe(&session, None);
+    let Served { project, fake, daemon } =
+        Served::start(refused_command(), "approval_policy = \"ask\"\n[approvals]\ngrace_secs = 1");
+    let (mut prompter, session) = prompter(&daemon, project.path());
     let mut approver = client(&daemon, "editor", true, 200);
     approver.subscribe(&session, None);
     prompter.call_ok(3, "session/prompt", json!({"session_id": session, "text": "run it"}));
@@ -159,17 +160,10 @@ fn when_every_approver_has_left_the_request_is_denied_after_the_grace_period() {
 
 #[test]
 fn an_approver_that_disconnected_before_the_request_does_not_count() {
-    let project = tempfile::tempdir().unwrap();
-    let fake = BackgroundFake::start(vec![
-        Reply::tool_call("bash", json!({"command": "echo should-not-run > ran.txt"})),
-        Reply::text("understood"),
-    ]);
     // A grace period far longer than any test: only an immediate denial lets this run end.
-    let daemon = fake.daemon("approval_policy = \"ask\"\n[approvals]\ngrace_secs = 3600");
-    let mut prompter = client(&daemon, "script", false, 100);
-    let state = prompter.call_ok(1, "session/create", json!({"cwd": project.path()}));
-    let session = state["session_id"].as_str().unwrap().to_string();
-    prompter.subscribe(&session, None);
+    let config = "approval_policy = \"ask\"\n[approvals]\ngrace_secs = 3600";
+    let Served { project, fake: _fake, daemon } = Served::start(refused_command(), config);
+    let (mut prompter, session) = prompter(&daemon, project.path());
     let mut approver = client(&daemon, "editor", true, 200);
     approver.subscribe(&session, None);
     drop(approver);

@@ -3,31 +3,24 @@
 
 #![allow(clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
-use rein_protocol::PROTOCOL_VERSION;
-use rein_protocol::method::{ClientCapabilities, CreateSessionParams, InitializeParams};
-use rein_protocol::requests as rq;
-use rein_testkit::background::BackgroundFake;
-use rein_testkit::daemon::{DaemonFixture, RawConnection};
+use rein_testkit::background::{BackgroundFake, Served};
+use rein_testkit::daemon::RawConnection;
 use rein_testkit::fake_provider::Reply;
 use serde_json::{Value, json};
 
-/// A client that said who it is; `approvals` tells whether it answers approval requests.
-fn client(daemon: &DaemonFixture, name: &str, approvals: bool) -> RawConnection {
-    let mut connection = daemon.connect();
-    connection.initialize(InitializeParams {
-        client_name: name.to_string(),
-        client_version: String::new(),
-        protocol_version: PROTOCOL_VERSION,
-        capabilities: ClientCapabilities { approvals },
-        pid: None,
-        tty: None,
-    });
-    connection
-}
-
-fn create_session(connection: &mut RawConnection, cwd: &std::path::Path) -> String {
-    let params = CreateSessionParams { cwd: cwd.display().to_string(), ..Default::default() };
-    connection.request::<rq::SessionCreate>(&params).session_id
+/// A daemon whose session is in the middle of a 30-second tool call, with the client that
+/// started it (subscribed from the start), the session, and the events up to the call's start.
+fn in_a_long_tool_call() -> (Served, RawConnection, String, Vec<Value>) {
+    let served = Served::start(
+        vec![Reply::tool_call("bash", json!({"command": "sleep 30"}))],
+        "approval_policy = \"yolo\"",
+    );
+    let mut a = served.daemon.client("a", false);
+    let session = a.create_session(served.project.path());
+    a.subscribe(&session, None);
+    a.call_ok(3, "session/prompt", json!({"session_id": session, "text": "wait"}));
+    let seen = a.events_until("tool_execution_start");
+    (served, a, session, seen)
 }
 
 fn kinds(events: &[Value]) -> Vec<String> {
@@ -48,15 +41,16 @@ fn end_reason(events: &[Value]) -> String {
 
 #[test]
 fn two_clients_see_identical_streams_and_share_prompt_steer_and_cancel() {
-    let project = tempfile::tempdir().unwrap();
-    let fake = BackgroundFake::start(vec![
-        Reply::tool_call("bash", json!({"command": "echo from-tool"})),
-        Reply::text("first run done"),
-    ]);
-    let daemon = fake.daemon("approval_policy = \"yolo\"");
-    let mut a = client(&daemon, "a", false);
-    let mut b = client(&daemon, "b", false);
-    let session = create_session(&mut a, project.path());
+    let Served { project, fake, daemon } = Served::start(
+        vec![
+            Reply::tool_call("bash", json!({"command": "echo from-tool"})),
+            Reply::text("first run done"),
+        ],
+        "approval_policy = \"yolo\"",
+    );
+    let mut a = daemon.client("a", false);
+    let mut b = daemon.client("b", false);
+    let session = a.create_session(project.path());
     a.subscribe(&session, None);
     b.subscribe(&session, None);
 
@@ -81,7 +75,7 @@ fn two_clients_see_identical_streams_and_share_prompt_steer_and_cancel() {
 
     // One client prompts a long tool call, the other steers, a third cancels.
     fake.push(Reply::tool_call("bash", json!({"command": "sleep 30"})));
-    let mut c = client(&daemon, "c", false);
+    let mut c = daemon.client("c", false);
     a.call_ok(4, "session/prompt", json!({"session_id": session, "text": "sleep"}));
     b.events_until("tool_execution_start");
     let busy = c.call(9, "session/prompt", json!({"session_id": session, "text": "me too"}));
@@ -106,24 +100,25 @@ fn two_clients_see_identical_streams_and_share_prompt_steer_and_cancel() {
 
 #[test]
 fn a_client_that_reconnects_with_its_last_seq_misses_nothing() {
-    let project = tempfile::tempdir().unwrap();
-    let fake = BackgroundFake::start(vec![
-        Reply::tool_call("bash", json!({"command": "echo one"})),
-        Reply::tool_call("bash", json!({"command": "echo two"})),
-        Reply::text("done"),
-    ]);
-    let daemon = fake.daemon("approval_policy = \"yolo\"");
-    let mut watcher = client(&daemon, "watcher", false);
-    let session = create_session(&mut watcher, project.path());
+    let Served { project, fake: _fake, daemon } = Served::start(
+        vec![
+            Reply::tool_call("bash", json!({"command": "echo one"})),
+            Reply::tool_call("bash", json!({"command": "echo two"})),
+            Reply::text("done"),
+        ],
+        "approval_policy = \"yolo\"",
+    );
+    let mut watcher = daemon.client("watcher", false);
+    let session = watcher.create_session(project.path());
     watcher.subscribe(&session, None);
-    let mut flaky = client(&daemon, "flaky", false);
+    let mut flaky = daemon.client("flaky", false);
     flaky.subscribe(&session, None);
     watcher.call_ok(3, "session/prompt", json!({"session_id": session, "text": "go"}));
     let before = flaky.events_until("tool_execution_end");
     let last_seq = before.last().unwrap()["seq"].as_u64().unwrap();
     drop(flaky);
     let all = watcher.events_until("settled");
-    let mut back = client(&daemon, "flaky-again", false);
+    let mut back = daemon.client("flaky-again", false);
     back.subscribe(&session, Some(last_seq));
     let after = back.events_until("settled");
     let mut joined = before;
@@ -133,7 +128,6 @@ fn a_client_that_reconnects_with_its_last_seq_misses_nothing() {
 
 #[test]
 fn a_client_that_stops_reading_is_lagged_without_stalling_the_others() {
-    let project = tempfile::tempdir().unwrap();
     // 4,000 one-character deltas, one per millisecond: slow enough for a reading client to
     // keep up, far more than a client that reads nothing can hold back (socket, connection
     // queue and a 256-event replay buffer).
@@ -141,11 +135,11 @@ fn a_client_that_stops_reading_is_lagged_without_stalling_the_others() {
     let mut reply = Reply::text(long.clone());
     reply.delta_size = Some(1);
     reply.delay_ms = Some(1);
-    let fake = BackgroundFake::start(vec![reply]);
-    let daemon = fake.daemon("approval_policy = \"yolo\"\n[sessions]\nreplay_buffer = 256");
-    let mut reader = client(&daemon, "reader", false);
-    let session = create_session(&mut reader, project.path());
-    let mut stuck = client(&daemon, "stuck", false);
+    let Served { project, fake: _fake, daemon } =
+        Served::start(vec![reply], "approval_policy = \"yolo\"\n[sessions]\nreplay_buffer = 256");
+    let mut reader = daemon.client("reader", false);
+    let session = reader.create_session(project.path());
+    let mut stuck = daemon.client("stuck", false);
     stuck.subscribe(&session, None);
     reader.subscribe(&session, None);
     reader.call_ok(3, "session/prompt", json!({"session_id": session, "text": "talk"}));
@@ -171,16 +165,17 @@ fn a_client_that_stops_reading_is_lagged_without_stalling_the_others() {
 
 #[test]
 fn an_approval_is_answered_by_a_second_client() {
-    let project = tempfile::tempdir().unwrap();
+    let Served { project, fake: _fake, daemon } = Served::start(
+        vec![
+            Reply::tool_call("write", json!({"path": "made.txt", "content": "hello"})),
+            Reply::text("written"),
+        ],
+        "approval_policy = \"ask\"",
+    );
     let target = project.path().join("made.txt");
-    let fake = BackgroundFake::start(vec![
-        Reply::tool_call("write", json!({"path": "made.txt", "content": "hello"})),
-        Reply::text("written"),
-    ]);
-    let daemon = fake.daemon("approval_policy = \"ask\"");
-    let mut prompter = client(&daemon, "script", false);
-    let mut approver = client(&daemon, "editor", true);
-    let session = create_session(&mut prompter, project.path());
+    let mut prompter = daemon.client("script", false);
+    let mut approver = daemon.client("editor", true);
+    let session = prompter.create_session(project.path());
     approver.subscribe(&session, None);
     prompter.subscribe(&session, None);
     prompter.call_ok(3, "session/prompt", json!({"session_id": session, "text": "write it"}));
@@ -217,19 +212,20 @@ fn an_approval_is_answered_by_a_second_client() {
 
 #[test]
 fn a_run_outlives_the_client_that_started_it() {
-    let project = tempfile::tempdir().unwrap();
-    let fake = BackgroundFake::start(vec![
-        Reply::tool_call("bash", json!({"command": "sleep 0.3; echo late > out.txt"})),
-        Reply::text("all finished"),
-    ]);
-    let daemon = fake.daemon("approval_policy = \"yolo\"");
+    let Served { project, fake: _fake, daemon } = Served::start(
+        vec![
+            Reply::tool_call("bash", json!({"command": "sleep 0.3; echo late > out.txt"})),
+            Reply::text("all finished"),
+        ],
+        "approval_policy = \"yolo\"",
+    );
     let session = {
-        let mut once = client(&daemon, "fire-and-forget", false);
-        let session = create_session(&mut once, project.path());
+        let mut once = daemon.client("fire-and-forget", false);
+        let session = once.create_session(project.path());
         once.call_ok(3, "session/prompt", json!({"session_id": session, "text": "go"}));
         session
     };
-    let mut later = client(&daemon, "later", false);
+    let mut later = daemon.client("later", false);
     let mut finished = false;
     for _ in 0..400 {
         let state = later.call_ok(5, "session/state", json!({"session_id": session}));
@@ -253,15 +249,8 @@ fn a_run_outlives_the_client_that_started_it() {
 
 #[test]
 fn a_daemon_killed_during_a_tool_call_restarts_with_a_repaired_history() {
-    let project = tempfile::tempdir().unwrap();
-    let fake =
-        BackgroundFake::start(vec![Reply::tool_call("bash", json!({"command": "sleep 30"}))]);
-    let mut daemon = fake.daemon("approval_policy = \"yolo\"");
-    let mut a = client(&daemon, "a", false);
-    let session = create_session(&mut a, project.path());
-    a.subscribe(&session, None);
-    a.call_ok(3, "session/prompt", json!({"session_id": session, "text": "wait"}));
-    let seen = a.events_until("tool_execution_start");
+    let (Served { project: _project, fake, mut daemon }, mut a, session, seen) =
+        in_a_long_tool_call();
     let cursor = seen.last().unwrap()["seq"].as_u64().unwrap();
     let stream = a.call_ok(4, "session/state", json!({"session_id": session}))["stream"].clone();
     assert!(stream.as_str().is_some_and(|s| !s.is_empty()), "{stream}");
@@ -270,12 +259,12 @@ fn a_daemon_killed_during_a_tool_call_restarts_with_a_repaired_history() {
     daemon.spawn();
 
     // The old cursor means nothing to the new daemon: it says so instead of replaying.
-    let mut stale = client(&daemon, "stale", false);
+    let mut stale = daemon.client("stale", false);
     let params = json!({"session_id": session, "after_seq": cursor, "stream": stream});
     stale.call_ok(2, "session/subscribe", params);
     assert_eq!(stale.next_session_item()["type"], "resync_required");
 
-    let mut b = client(&daemon, "b", false);
+    let mut b = daemon.client("b", false);
     let messages = b.call_ok(1, "session/messages", json!({"session_id": session}));
     let list = messages["messages"].as_array().unwrap();
     let result = list.last().unwrap();
@@ -302,7 +291,7 @@ fn a_daemon_killed_during_a_tool_call_restarts_with_a_repaired_history() {
 fn bad_session_calls_get_typed_errors() {
     let fake = BackgroundFake::start(vec![]);
     let daemon = fake.daemon("");
-    let mut a = client(&daemon, "a", false);
+    let mut a = daemon.client("a", false);
     let missing = a.call(1, "session/state", json!({"session_id": "0000-none"}));
     assert_eq!(missing["error"]["data"]["kind"], "session_not_found", "{missing}");
     let relative = a.call(2, "session/create", json!({"cwd": "relative/dir"}));
@@ -313,15 +302,8 @@ fn bad_session_calls_get_typed_errors() {
 
 #[test]
 fn graceful_shutdown_cancels_runs_and_leaves_valid_histories() {
-    let project = tempfile::tempdir().unwrap();
-    let fake =
-        BackgroundFake::start(vec![Reply::tool_call("bash", json!({"command": "sleep 30"}))]);
-    let mut daemon = fake.daemon("approval_policy = \"yolo\"");
-    let mut a = client(&daemon, "a", false);
-    let session = create_session(&mut a, project.path());
-    a.subscribe(&session, None);
-    a.call_ok(3, "session/prompt", json!({"session_id": session, "text": "wait"}));
-    a.events_until("tool_execution_start");
+    let (Served { project: _project, fake: _fake, mut daemon }, mut a, session, _) =
+        in_a_long_tool_call();
     a.call_ok(4, "daemon/shutdown", json!({}));
     let rest = a.events_until("agent_end");
     assert_eq!(end_reason(&rest), "cancelled");
@@ -329,7 +311,7 @@ fn graceful_shutdown_cancels_runs_and_leaves_valid_histories() {
     assert!(!daemon.socket().exists());
 
     daemon.spawn();
-    let mut b = client(&daemon, "b", false);
+    let mut b = daemon.client("b", false);
     let messages = b.call_ok(1, "session/messages", json!({"session_id": session}));
     let last = messages["messages"].as_array().unwrap().last().unwrap().clone();
     assert_eq!(last["role"], "tool_result", "{messages}");
@@ -341,13 +323,14 @@ fn graceful_shutdown_cancels_runs_and_leaves_valid_histories() {
 
 #[test]
 fn daemon_events_report_the_session_lifecycle_and_idle_sessions_unload() {
-    let project = tempfile::tempdir().unwrap();
-    let fake = BackgroundFake::start(vec![Reply::text("hi")]);
-    let daemon = fake.daemon("approval_policy = \"yolo\"\n[sessions]\nidle_unload_secs = 1");
-    let mut watcher = client(&daemon, "watcher", false);
+    let Served { project, fake: _fake, daemon } = Served::start(
+        vec![Reply::text("hi")],
+        "approval_policy = \"yolo\"\n[sessions]\nidle_unload_secs = 1",
+    );
+    let mut watcher = daemon.client("watcher", false);
     watcher.call_ok(1, "daemon/subscribe", json!({}));
-    let mut a = client(&daemon, "a", false);
-    let session = create_session(&mut a, project.path());
+    let mut a = daemon.client("a", false);
+    let session = a.create_session(project.path());
     a.call_ok(3, "session/prompt", json!({"session_id": session, "text": "hello"}));
     let mut kinds = Vec::new();
     while kinds.last().map(String::as_str) != Some("session_idle") {

@@ -10,9 +10,12 @@ use crate::acp::modes;
 use crate::acp::peer::{AcpError, Peer};
 use crate::acp::permission;
 use crate::acp::prompt::prompt_input;
-use crate::acp::translate::{Translated, Translator, replay_message, usage_update};
+use crate::acp::translate::{Translated, Translator, replay_message, usage_update, user_text};
 use crate::client::{Client, ClientError};
-use rein_protocol::event::SubscriptionItem;
+use crate::follow::{Followed as FollowedItem, Follower};
+use crate::gap::{Gap, StreamCursor};
+use rein_protocol::entry::EntryKind;
+use rein_protocol::message::Message;
 use rein_protocol::method::{
     ApprovalRespondParams, BusyBehavior, ClientCapabilities, CreateSessionParams, Empty,
     HistoryPageParams, InitializeParams, ListSessionsParams, PromptParams, RunLimits, SessionRef,
@@ -117,21 +120,21 @@ fn lock_prompts(prompts: &SharedPrompts) -> std::sync::MutexGuard<'_, OwnPrompts
     prompts.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// What a prompt needs of a followed session: its run book and the editor's own prompts.
+/// What a prompt needs of a watched session: its run book and the editor's own prompts.
 #[derive(Debug, Clone, Default)]
-struct Followed {
+struct Watch {
     runs: SharedRuns,
     own_prompts: SharedPrompts,
 }
 
-/// One followed session and the task forwarding its events.
+/// One watched session and the task forwarding its events.
 #[derive(Debug)]
-struct Follower {
-    followed: Followed,
+struct Forwarder {
+    watch: Watch,
     task: JoinHandle<()>,
 }
 
-impl Drop for Follower {
+impl Drop for Forwarder {
     fn drop(&mut self) {
         self.task.abort();
     }
@@ -159,7 +162,7 @@ pub struct Agent {
     peer: Arc<Peer>,
     socket: PathBuf,
     control: Mutex<Client>,
-    sessions: std::sync::Mutex<HashMap<String, Follower>>,
+    sessions: std::sync::Mutex<HashMap<String, Forwarder>>,
     /// Permission requests waiting for the editor: daemon approval id -> ACP request id.
     asking: std::sync::Mutex<HashMap<String, u64>>,
 }
@@ -246,7 +249,7 @@ impl Agent {
         let create =
             CreateSessionParams { cwd: cwd.to_string(), mcp_servers, ..Default::default() };
         let state = self.request::<rq::SessionCreate>(create).await?;
-        self.follow(&state.session_id, state.last_seq).await?;
+        self.follow(&state.session_id, state.last_seq, state.leaf_id.clone()).await?;
         let mut result = self.session_setup(&state).await?;
         result["sessionId"] = json!(state.session_id);
         Ok(result)
@@ -259,6 +262,9 @@ impl Agent {
         let page =
             |cursor| HistoryPageParams { session_id: session_id.to_string(), limit: None, cursor };
         let mut history = self.request::<rq::SessionMessages>(page(None)).await?;
+        // The first page tells where the replayed history ends: events and entries after it
+        // are new to the editor.
+        let (last_seq, leaf_id) = (history.last_seq, history.leaf_id.clone());
         while let Some(cursor) = history.next_cursor.take() {
             let older = self.request::<rq::SessionMessages>(page(Some(cursor))).await?;
             let newer = std::mem::replace(&mut history.messages, older.messages);
@@ -266,9 +272,9 @@ impl Agent {
             history.next_cursor = older.next_cursor;
         }
         for update in history.messages.iter().flat_map(replay_message) {
-            self.peer.notify("session/update", json!({"sessionId": session_id, "update": update}));
+            self.peer.session_update(session_id, update);
         }
-        self.follow(session_id, history.last_seq).await?;
+        self.follow(session_id, last_seq, leaf_id).await?;
         self.session_setup(&state).await
     }
 
@@ -297,14 +303,14 @@ impl Agent {
             Err(usage) => return Err(AcpError::invalid_params(usage)),
             Ok(None) => {}
         }
-        let followed = match self.followed(session_id) {
-            Some(followed) => followed,
+        let watch = match self.watch(session_id) {
+            Some(watch) => watch,
             None => {
                 let state = self.state(session_id).await?;
-                self.follow(session_id, state.last_seq).await?
+                self.follow(session_id, state.last_seq, state.leaf_id).await?
             }
         };
-        lock_prompts(&followed.own_prompts).sent(&input.text);
+        lock_prompts(&watch.own_prompts).sent(&input.text);
         let images = serde_json::from_value(Value::Array(input.images))
             .map_err(|error| AcpError::invalid_params(format!("invalid image: {error}")))?;
         let params = PromptParams {
@@ -317,9 +323,9 @@ impl Agent {
         };
         let started = self.request::<rq::SessionPrompt>(params).await.inspect_err(|_| {
             // It never reached the session, so it will not come back to be claimed.
-            lock_prompts(&followed.own_prompts).claim(&input.text);
+            lock_prompts(&watch.own_prompts).claim(&input.text);
         })?;
-        let ended = lock_runs(&followed.runs).wait(&started.run_id);
+        let ended = lock_runs(&watch.runs).wait(&started.run_id);
         let stop_reason =
             ended.await.map_err(|_| AcpError::internal("lost the session's event stream"))??;
         Ok(json!({"stopReason": stop_reason}))
@@ -330,7 +336,7 @@ impl Agent {
         let text = call.run(&mut *self.control.lock().await, session_id).await?;
         let update = json!({"sessionUpdate": "agent_message_chunk",
             "content": {"type": "text", "text": text}});
-        self.peer.notify("session/update", json!({"sessionId": session_id, "update": update}));
+        self.peer.session_update(session_id, update);
         Ok(json!({"stopReason": "end_turn"}))
     }
 
@@ -373,36 +379,39 @@ impl Agent {
         Ok(json!({"configOptions": setup["configOptions"].take()}))
     }
 
-    fn followed(&self, session_id: &str) -> Option<Followed> {
+    fn watch(&self, session_id: &str) -> Option<Watch> {
         let sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
-        sessions.get(session_id).map(|follower| follower.followed.clone())
+        sessions.get(session_id).map(|forwarder| forwarder.watch.clone())
     }
 
-    /// Subscribes to a session's events after `after_seq` on a connection of its own and
-    /// forwards them to the editor; does nothing when the session is followed already.
+    /// Follows a session's events after `after_seq` (when its leaf was `start_leaf`) on a
+    /// connection of its own and forwards them to the editor; does nothing when the session
+    /// is watched already.
     async fn follow(
         self: &Arc<Self>,
         session_id: &str,
         after_seq: u64,
-    ) -> Result<Followed, AcpError> {
-        if let Some(followed) = self.followed(session_id) {
-            return Ok(followed);
+        start_leaf: Option<String>,
+    ) -> Result<Watch, AcpError> {
+        if let Some(watch) = self.watch(session_id) {
+            return Ok(watch);
         }
         let mut client = daemon_connection(&self.socket).await?;
         client.subscribe(session_id, after_seq).await?;
-        let followed = Followed::default();
+        let follower = Follower::new(StreamCursor::new(session_id, after_seq, start_leaf));
+        let watch = Watch::default();
         let task = tokio::spawn(forward_events(
             Arc::downgrade(self),
             Arc::clone(&self.peer),
             client,
+            follower,
             session_id.to_string(),
-            followed.clone(),
+            watch.clone(),
         ));
         let mut sessions = self.sessions.lock().unwrap_or_else(PoisonError::into_inner);
         // Another request may have followed the same session meanwhile; keep the first.
-        let follower =
-            sessions.entry(session_id.to_string()).or_insert(Follower { followed, task });
-        Ok(follower.followed.clone())
+        let forwarder = sessions.entry(session_id.to_string()).or_insert(Forwarder { watch, task });
+        Ok(forwarder.watch.clone())
     }
 
     fn asking(&self) -> std::sync::MutexGuard<'_, HashMap<String, u64>> {
@@ -497,21 +506,26 @@ fn mcp_servers(params: &Value) -> serde_json::Map<String, Value> {
     servers
 }
 
-/// Forwards one session's events to the editor until the connection ends.
+/// Forwards one session's events to the editor until the connection ends. The shared
+/// [`Follower`] repairs the stream; a gap it could only fill from the session's entries is
+/// replayed from those entries ([`forward_gap`]).
 async fn forward_events(
     agent: Weak<Agent>,
     peer: Arc<Peer>,
     mut client: Client,
+    mut follower: Follower,
     session_id: String,
-    followed: Followed,
+    watch: Watch,
 ) {
-    let runs = &followed.runs;
+    let runs = &watch.runs;
     let mut translator = Translator::new();
-    // The last seq forwarded, so that after `lagged` the replay buffer can fill the gap.
-    let mut last_seq: Option<u64> = None;
     loop {
-        let notification = match client.next_notification().await {
-            Ok(notification) => notification,
+        let envelope = match follower.next(&mut client).await {
+            Ok(FollowedItem::Event { envelope, .. }) => envelope,
+            Ok(FollowedItem::Gap(gap)) => {
+                forward_gap(&peer, &session_id, &watch, &mut translator, &gap);
+                continue;
+            }
             Err(error) => {
                 tracing::warn!("lost the event stream of {session_id}: {error}");
                 let lost = Err(AcpError::internal(format!("lost the event stream: {error}")));
@@ -519,111 +533,84 @@ async fn forward_events(
                 return;
             }
         };
-        if notification.get("method").and_then(Value::as_str)
-            != Some(rein_protocol::method::names::SESSION_EVENT)
-        {
-            continue;
+        match translator.translate(&envelope.event) {
+            Translated::Updates(updates) => {
+                for update in updates {
+                    peer.session_update(&session_id, update);
+                }
+            }
+            Translated::Permission { request_id, tool_call } => {
+                let Some(agent) = agent.upgrade() else { return };
+                let session_id = session_id.clone();
+                tokio::spawn(async move {
+                    agent.ask_permission(&session_id, &request_id, tool_call).await;
+                });
+            }
+            Translated::UserMessage { text, updates } => {
+                if !lock_prompts(&watch.own_prompts).claim(&text) {
+                    for update in updates {
+                        peer.session_update(&session_id, update);
+                    }
+                }
+            }
+            Translated::SettingsChanged => match config_options(&mut client, &session_id).await {
+                Ok(options) => peer.session_update(
+                    &session_id,
+                    json!({"sessionUpdate": "config_option_update", "configOptions": options}),
+                ),
+                Err(error) => tracing::debug!("no config options to update: {error}"),
+            },
+            Translated::ApprovalResolved { request_id } => {
+                if let Some(agent) = agent.upgrade() {
+                    agent.approval_resolved(&request_id);
+                }
+            }
+            Translated::RunEnded { run_id, stop_reason, error, closing } => {
+                for update in closing {
+                    peer.session_update(&session_id, update);
+                }
+                // Usage goes first, so the editor has it when the prompt is answered.
+                match client.request::<rq::SessionState>(session_ref(&session_id)).await {
+                    Ok(state) => peer.session_update(&session_id, usage_update(&state)),
+                    Err(error) => tracing::debug!("no session state for usage: {error}"),
+                }
+                let outcome = match (stop_reason, error) {
+                    (Some(reason), _) => Ok(reason),
+                    (None, error) => Err(AcpError::internal(
+                        error.unwrap_or_else(|| "the run failed".to_string()),
+                    )),
+                };
+                lock_runs(runs).finish(run_id, outcome);
+            }
         }
-        let item = notification.pointer("/params/result").cloned().unwrap_or(Value::Null);
-        let item: SubscriptionItem = match serde_json::from_value(item) {
-            Ok(item) => item,
-            Err(error) => {
-                tracing::debug!("skipping an event this adapter cannot read: {error}");
+    }
+}
+
+/// Shows the editor what a gap in the event stream hid: the messages the session recorded
+/// meanwhile (its own prompts excepted). When no run is going any more, every prompt still
+/// waiting had its run end inside the gap and is answered `end_turn`.
+fn forward_gap(
+    peer: &Peer,
+    session_id: &str,
+    watch: &Watch,
+    translator: &mut Translator,
+    gap: &Gap,
+) {
+    for entry in &gap.entries {
+        let EntryKind::Message { message } = &entry.kind else { continue };
+        match message {
+            Message::User(user) if lock_prompts(&watch.own_prompts).claim(&user_text(user)) => {
                 continue;
             }
-        };
-        if let SubscriptionItem::Event(envelope) = &item {
-            last_seq = Some(envelope.seq);
-        }
-        match item {
-            SubscriptionItem::Lagged { last_delivered_seq, .. } => {
-                // Ask for the rest from where the editor is; when the buffer no longer reaches
-                // back, `resync_required` follows and is handled below.
-                let after = last_seq.unwrap_or(last_delivered_seq);
-                if let Err(error) = client.subscribe(&session_id, after).await {
-                    tracing::warn!("cannot resubscribe to {session_id}: {error}");
-                    let lost = Err(AcpError::internal(format!("lost the event stream: {error}")));
-                    lock_runs(runs).finish_all(&lost);
-                    return;
-                }
-            }
-            SubscriptionItem::Event(envelope) => match translator.translate(&envelope.event) {
-                Translated::Updates(updates) => {
-                    for update in updates {
-                        peer.notify(
-                            "session/update",
-                            json!({"sessionId": session_id, "update": update}),
-                        );
-                    }
-                }
-                Translated::Permission { request_id, tool_call } => {
-                    let Some(agent) = agent.upgrade() else { return };
-                    let session_id = session_id.clone();
-                    tokio::spawn(async move {
-                        agent.ask_permission(&session_id, &request_id, tool_call).await;
-                    });
-                }
-                Translated::UserMessage { text, updates } => {
-                    if !lock_prompts(&followed.own_prompts).claim(&text) {
-                        for update in updates {
-                            peer.notify(
-                                "session/update",
-                                json!({"sessionId": session_id, "update": update}),
-                            );
-                        }
-                    }
-                }
-                Translated::SettingsChanged => {
-                    match config_options(&mut client, &session_id).await {
-                        Ok(options) => peer.notify(
-                            "session/update",
-                            json!({"sessionId": session_id, "update": {
-                                "sessionUpdate": "config_option_update",
-                                "configOptions": options}}),
-                        ),
-                        Err(error) => tracing::debug!("no config options to update: {error}"),
-                    }
-                }
-                Translated::ApprovalResolved { request_id } => {
-                    if let Some(agent) = agent.upgrade() {
-                        agent.approval_resolved(&request_id);
-                    }
-                }
-                Translated::RunEnded { run_id, stop_reason, error, closing } => {
-                    for update in closing {
-                        peer.notify(
-                            "session/update",
-                            json!({"sessionId": session_id, "update": update}),
-                        );
-                    }
-                    // Usage goes first, so the editor has it when the prompt is answered.
-                    match client.request::<rq::SessionState>(session_ref(&session_id)).await {
-                        Ok(state) => peer.notify(
-                            "session/update",
-                            json!({"sessionId": session_id, "update": usage_update(&state)}),
-                        ),
-                        Err(error) => tracing::debug!("no session state for usage: {error}"),
-                    }
-                    let outcome = match (stop_reason, error) {
-                        (Some(reason), _) => Ok(reason),
-                        (None, error) => Err(AcpError::internal(
-                            error.unwrap_or_else(|| "the run failed".to_string()),
-                        )),
-                    };
-                    lock_runs(runs).finish(run_id, outcome);
-                }
-            },
-            SubscriptionItem::ResyncRequired { .. } => {
-                last_seq = None;
-                if let Err(error) = resubscribe(&mut client, &session_id, runs).await {
-                    tracing::warn!("cannot resubscribe to {session_id}: {error}");
-                    let lost = Err(AcpError::internal(format!("lost the event stream: {error}")));
-                    lock_runs(runs).finish_all(&lost);
-                    return;
-                }
-            }
+            Message::ToolResult(result) => translator.forget_tool_call(&result.tool_call_id),
             _ => {}
         }
+        for update in replay_message(message) {
+            peer.session_update(session_id, update);
+        }
+    }
+    if gap.running.is_none() {
+        lock_runs(&watch.runs).finish_all(&Ok("end_turn"));
     }
 }
 
@@ -634,24 +621,10 @@ async fn config_options(client: &mut Client, session_id: &str) -> Result<Value, 
     Ok(modes::config_options(&state, &models.models))
 }
 
-/// Subscribes again from the session's current state after events were lost. Prompts whose
-/// run already ended in the gap are answered `end_turn`.
-async fn resubscribe(
-    client: &mut Client,
-    session_id: &str,
-    runs: &SharedRuns,
-) -> Result<(), ClientError> {
-    let state = client.request::<rq::SessionState>(session_ref(session_id)).await?;
-    if !state.running {
-        lock_runs(runs).finish_all(&Ok("end_turn"));
-    }
-    client.subscribe(session_id, state.last_seq).await?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rein_protocol::event::SessionEvent;
 
     #[tokio::test]
     async fn a_run_end_reaches_its_prompt_whether_it_comes_before_or_after_the_wait() {
@@ -693,6 +666,70 @@ mod tests {
             book.finish(format!("run-{n}"), Ok("end_turn"));
         }
         assert!(book.ended.len() <= MAX_UNCLAIMED_ENDS);
+    }
+
+    fn entry(id: &str, message: serde_json::Value) -> rein_protocol::entry::SessionEntry {
+        serde_json::from_value(json!({"id": id, "parent_id": null,
+            "timestamp": "2026-12-01T00:00:00Z", "type": "message", "message": message}))
+        .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_gap_replays_what_others_said_and_answers_prompts_whose_run_ended_in_it() {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let peer = Peer::new(tx);
+        let watch = Watch::default();
+        lock_prompts(&watch.own_prompts).sent("mine");
+        let waiting = lock_runs(&watch.runs).wait("run-1");
+        let mut translator = Translator::new();
+        let call = SessionEvent::MessageUpdate {
+            delta: serde_json::from_value(json!({"type": "tool_call_end", "index": 0,
+                "call": {"id": "c1", "name": "bash", "arguments": {"command": "ls"}}}))
+            .unwrap(),
+        };
+        translator.translate(&call);
+        let gap = Gap {
+            session_id: "s".into(),
+            from_seq: 5,
+            to_seq: 9,
+            entries: vec![
+                entry("a", json!({"role": "user", "content": [{"type": "text", "text": "mine"}]})),
+                entry(
+                    "b",
+                    json!({"role": "user",
+                    "content": [{"type": "text", "text": "from the terminal"}]}),
+                ),
+                entry(
+                    "c",
+                    json!({"role": "tool_result", "tool_call_id": "c1",
+                    "tool_name": "bash", "content": [{"type": "text", "text": "a.txt"}],
+                    "is_error": false}),
+                ),
+            ],
+            running: None,
+            last_seq_then: 12,
+        };
+        forward_gap(&peer, "s", &watch, &mut translator, &gap);
+        let mut updates = Vec::new();
+        while let Ok(crate::acp::peer::Outgoing::Line(line)) = rx.try_recv() {
+            let sent: Value = serde_json::from_str(&line).unwrap();
+            assert_eq!(sent["params"]["sessionId"], "s");
+            updates.push(sent["params"]["update"].clone());
+        }
+        // The editor's own prompt is not shown again; the other client's and the result are.
+        assert_eq!(updates.len(), 2, "{updates:?}");
+        assert_eq!(updates[0]["content"]["text"], "from the terminal");
+        assert_eq!(updates[1]["toolCallId"], "c1");
+        assert_eq!(updates[1]["status"], "completed");
+        // The run ended inside the gap: its prompt is answered, and the finished call is not
+        // marked failed when a later run ends.
+        assert_eq!(waiting.await.unwrap(), Ok("end_turn"));
+        let end: SessionEvent = serde_json::from_value(json!({"kind": "agent_end",
+            "run_id": "run-2", "reason": "completed", "usage": rein_protocol::message::Usage::default(),
+            "turns": 1}))
+        .unwrap();
+        let Translated::RunEnded { closing, .. } = translator.translate(&end) else { panic!() };
+        assert!(closing.is_empty(), "{closing:?}");
     }
 
     #[test]

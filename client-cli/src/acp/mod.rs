@@ -110,11 +110,7 @@ pub async fn run(socket: &Path) -> Result<u8, ClientError> {
                     peer.respond(id, result);
                     // After the answer, so the editor knows the session the update names.
                     if let Some(session_id) = opened {
-                        let update = commands::available_commands_update();
-                        peer.notify(
-                            "session/update",
-                            json!({"sessionId": session_id, "update": update}),
-                        );
+                        peer.session_update(&session_id, commands::available_commands_update());
                     }
                 });
             }

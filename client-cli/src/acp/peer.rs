@@ -107,6 +107,11 @@ impl Peer {
         self.send(json!({"jsonrpc": "2.0", "method": method, "params": params}));
     }
 
+    /// Sends one `session/update` notification about session `session_id`.
+    pub fn session_update(&self, session_id: &str, update: Value) {
+        self.notify("session/update", json!({"sessionId": session_id, "update": update}));
+    }
+
     /// Answers the editor's request `id`.
     pub fn respond(&self, id: Value, result: Result<Value, AcpError>) {
         match result {

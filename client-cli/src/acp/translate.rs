@@ -5,7 +5,9 @@
 //! (the output a running tool has printed so far).
 
 use rein_protocol::event::{AssistantDelta, EndReason, SessionEvent};
-use rein_protocol::message::{ContentBlock, Message, StopReason, ToolCall, ToolResultMessage};
+use rein_protocol::message::{
+    ContentBlock, Message, StopReason, ToolCall, ToolResultMessage, UserMessage,
+};
 use rein_protocol::method::SessionState;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -137,6 +139,18 @@ fn chunk(kind: &str, block: Value) -> Value {
     json!({"sessionUpdate": kind, "content": block})
 }
 
+/// The text of a user message's text blocks, joined (how the editor's own prompts are told
+/// apart from other clients').
+pub fn user_text(user: &UserMessage) -> String {
+    user.content
+        .iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The updates that replay one stored message, for `session/load`.
 pub fn replay_message(message: &Message) -> Vec<Value> {
     match message {
@@ -244,6 +258,12 @@ impl Translator {
         Self::default()
     }
 
+    /// Forgets a tool call whose result the editor was shown another way (replayed after a
+    /// gap), so the run's end does not mark it failed.
+    pub fn forget_tool_call(&mut self, tool_call_id: &str) {
+        self.tool_output.remove(tool_call_id);
+    }
+
     /// What `event` means for the editor.
     pub fn translate(&mut self, event: &SessionEvent) -> Translated {
         let updates = match event {
@@ -261,14 +281,7 @@ impl Translator {
                 _ => Vec::new(),
             },
             SessionEvent::MessageStart { message: message @ Message::User(user) } => {
-                let text = user
-                    .content
-                    .iter()
-                    .filter_map(|block| match block {
-                        ContentBlock::Text { text } => Some(text.as_str()),
-                        _ => None,
-                    })
-                    .collect();
+                let text = user_text(user);
                 return Translated::UserMessage { text, updates: replay_message(message) };
             }
             SessionEvent::ApprovalResolved { request_id, .. } => {
@@ -351,7 +364,7 @@ impl Translator {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rein_protocol::message::{AssistantMessage, UserMessage};
+    use rein_protocol::message::AssistantMessage;
 
     fn result(id: &str, text: &str, is_error: bool) -> ToolResultMessage {
         serde_json::from_value(json!({"tool_call_id": id, "tool_name": "bash",

@@ -58,7 +58,9 @@
 //!
 //! Before a call runs, its tool must exist, its arguments must be JSON (providers keep text
 //! that is not JSON as a JSON string) and must match the tool's schema, compiled once per process
-//! (tool sets with the same schema share the compiled validator). A call failing any check gets an error result that tells the model what
+//! (tool sets with the same schema share the compiled validator). A tool that parses and checks
+//! its own arguments ([`Tool::checks_own_arguments`], the typed coding tools) skips the schema
+//! check, so arguments are validated once. A call failing any check gets an error result that tells the model what
 //! to fix; it is never dropped and never crashes the loop. A tool returning `is_error`, or
 //! panicking (each call runs on its own task, so a panic is caught there), is an error result
 //! too.

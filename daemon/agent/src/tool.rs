@@ -44,7 +44,8 @@ impl ToolUpdateSink {
 pub struct ToolInvocation {
     /// The call id from the model.
     pub call_id: String,
-    /// Arguments, already validated against the tool's schema.
+    /// Arguments: JSON, and valid against the tool's schema unless the tool checks its own
+    /// ([`Tool::checks_own_arguments`]).
     pub arguments: Value,
     /// Cancelled when the run is cancelled; tools must stop promptly.
     pub cancel: CancellationToken,
@@ -95,6 +96,14 @@ pub trait Tool: Send + Sync {
     }
     /// Whether calls may overlap with others in a batch.
     fn mode(&self) -> ExecutionMode;
+    /// True when [`Tool::execute`] parses and checks its arguments itself, with errors that
+    /// name the field at fault (typed tools): the tool set then does not check them against
+    /// [`Tool::parameters`] first, so they are validated once. False (the default) for tools
+    /// that take the JSON as it comes (MCP tools, hand-written ones), whose arguments the
+    /// tool set checks against the schema.
+    fn checks_own_arguments(&self) -> bool {
+        false
+    }
     /// Runs one call. Failures are returned as `ToolOutput { is_error: true, .. }`; a panic is
     /// caught by the loop and turned into an error result as well.
     fn execute(&self, invocation: ToolInvocation) -> BoxFuture<'_, ToolOutput>;

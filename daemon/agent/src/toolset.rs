@@ -30,10 +30,12 @@ pub enum ToolSetError {
 
 struct RegisteredTool {
     tool: Arc<dyn Tool>,
-    validator: Arc<Validator>,
+    /// The compiled schema; `None` for a tool that checks its own arguments.
+    validator: Option<Arc<Validator>>,
 }
 
-/// The tools a model may call, each with its compiled argument validator.
+/// The tools a model may call, each with its compiled argument validator (tools that check
+/// their own arguments have none).
 pub struct ToolSet {
     tools: Vec<RegisteredTool>,
     by_name: HashMap<String, usize>,
@@ -62,7 +64,8 @@ pub(crate) struct ValidCall {
 }
 
 impl ToolSet {
-    /// Compiles every tool's schema; fails on an invalid schema or a duplicate name.
+    /// Compiles the schema of every tool that does not check its own arguments; fails on an
+    /// invalid schema or a duplicate name.
     pub fn new(tools: Vec<Arc<dyn Tool>>) -> Result<Self, ToolSetError> {
         let mut set = Self::default();
         let mut definitions = Vec::with_capacity(tools.len());
@@ -72,8 +75,13 @@ impl ToolSet {
                 return Err(ToolSetError::DuplicateName(name));
             }
             let definition = tool.definition();
-            let validator = crate::schema_cache::validator(&definition.parameters)
-                .map_err(|reason| ToolSetError::InvalidSchema { name: name.clone(), reason })?;
+            let validator = if tool.checks_own_arguments() {
+                None
+            } else {
+                let compiled = crate::schema_cache::validator(&definition.parameters)
+                    .map_err(|reason| ToolSetError::InvalidSchema { name: name.clone(), reason })?;
+                Some(compiled)
+            };
             set.by_name.insert(name, set.tools.len());
             definitions.push(definition);
             set.tools.push(RegisteredTool { tool, validator });
@@ -115,16 +123,19 @@ impl ToolSet {
         self.get(name).map_or(ExecutionMode::Parallel, |tool| tool.mode())
     }
 
-    /// Checks a call: the tool exists, the arguments are JSON and match the schema. The error
-    /// is the text the model gets as the call's result.
+    /// Checks a call: the tool exists, the arguments are JSON and (for a tool that does not
+    /// check its own) match the schema. The error is the text the model gets as the call's
+    /// result.
     pub(crate) fn validate(&self, call: &ToolCall) -> Result<ValidCall, String> {
         let Some(&index) = self.by_name.get(&call.name) else {
             return Err(self.unknown_tool_message(&call.name));
         };
         let registered = &self.tools[index];
         let arguments = parse_arguments(&call.name, &call.arguments)?;
-        if !registered.validator.is_valid(&arguments) {
-            return Err(violation_report(&call.name, &registered.validator, &arguments));
+        if let Some(validator) = &registered.validator
+            && !validator.is_valid(&arguments)
+        {
+            return Err(violation_report(&call.name, validator, &arguments));
         }
         Ok(ValidCall { tool: registered.tool.clone(), arguments })
     }
@@ -175,7 +186,8 @@ mod tests {
     use futures::future::{BoxFuture, FutureExt, ready};
     use serde_json::json;
 
-    struct Schema(&'static str, Value, ExecutionMode);
+    /// A test tool: name, schema, mode, and whether it checks its own arguments.
+    struct Schema(&'static str, Value, ExecutionMode, bool);
 
     impl Tool for Schema {
         fn name(&self) -> &str {
@@ -189,6 +201,9 @@ mod tests {
         }
         fn mode(&self) -> ExecutionMode {
             self.2
+        }
+        fn checks_own_arguments(&self) -> bool {
+            self.3
         }
         fn execute(&self, _: ToolInvocation) -> BoxFuture<'_, ToolOutput> {
             ready(ToolOutput::text("ok")).boxed()
@@ -205,6 +220,7 @@ mod tests {
                 "additionalProperties": false
             }),
             ExecutionMode::Parallel,
+            false,
         ))
     }
 
@@ -249,11 +265,27 @@ mod tests {
     }
 
     #[test]
+    fn a_tool_that_checks_its_own_arguments_is_not_checked_against_its_schema_too() {
+        let typed = json!({"type": "object", "properties": {"n": {"type": "integer"}},
+            "additionalProperties": false});
+        let typed = Arc::new(Schema("typed", typed, ExecutionMode::Parallel, true));
+        let set = ToolSet::new(vec![typed as Arc<dyn Tool>, read_tool()]).unwrap();
+        // The tool gets them as they are and answers for them itself ...
+        let valid = set.validate(&call("typed", json!({"n": "ten", "extra": 1}))).unwrap();
+        assert_eq!(valid.arguments, json!({"n": "ten", "extra": 1}));
+        // ... but they must still be JSON, and other tools are still checked.
+        let error = set.validate(&call("typed", json!("{n:"))).err().unwrap();
+        assert!(error.contains("not valid JSON"), "{error}");
+        assert!(set.validate(&call("read", json!({"path": 1}))).is_err());
+    }
+
+    #[test]
     fn null_arguments_mean_an_empty_object() {
         let set = ToolSet::new(vec![Arc::new(Schema(
             "ls",
             json!({"type": "object"}),
             ExecutionMode::Parallel,
+            false,
         )) as Arc<dyn Tool>])
         .unwrap();
         assert_eq!(set.validate(&call("ls", Value::Null)).unwrap().arguments, json!({}));
@@ -261,7 +293,7 @@ mod tests {
 
     #[test]
     fn bad_schemas_and_duplicate_names_are_refused() {
-        let bad = Arc::new(Schema("bad", json!({"type": 12}), ExecutionMode::Sequential));
+        let bad = Arc::new(Schema("bad", json!({"type": 12}), ExecutionMode::Sequential, false));
         assert!(matches!(
             ToolSet::new(vec![bad]),
             Err(ToolSetError::InvalidSchema { name, .. }) if name == "bad"
@@ -274,7 +306,7 @@ mod tests {
 
     #[test]
     fn modes_come_from_the_tool_and_unknown_tools_count_as_parallel() {
-        let write = Arc::new(Schema("write", json!({}), ExecutionMode::Sequential));
+        let write = Arc::new(Schema("write", json!({}), ExecutionMode::Sequential, false));
         let set = ToolSet::new(vec![read_tool(), write]).unwrap();
         assert_eq!(set.mode_of("read"), ExecutionMode::Parallel);
         assert_eq!(set.mode_of("write"), ExecutionMode::Sequential);

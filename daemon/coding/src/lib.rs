@@ -16,6 +16,7 @@ pub mod environment;
 pub mod file_locks;
 pub mod file_tracker;
 pub mod instructions;
+pub mod limits_config;
 pub mod mcp;
 pub mod paths;
 pub mod process_groups;

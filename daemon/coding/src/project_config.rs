@@ -18,6 +18,7 @@ use serde::Deserialize;
 
 use crate::command_hooks::HooksConfig;
 use crate::config_file::{ConfigParseError, parse_strict};
+use crate::limits_config::LimitsConfig;
 use crate::verify::VerifyConfig;
 
 /// Top-level keys of the user's configuration that a project file may not set.
@@ -35,7 +36,7 @@ pub struct ProjectConfig {
     pub approval_policy: Option<ApprovalPolicy>,
     /// Limits of every run in the project (a prompt's own limits still win).
     #[serde(default)]
-    pub limits: ProjectLimits,
+    pub limits: LimitsConfig,
     /// `[verify]`: the project's checks; when they name commands they replace the user's.
     #[serde(default)]
     pub verify: Option<VerifyConfig>,
@@ -47,24 +48,6 @@ pub struct ProjectConfig {
     /// [`crate::project_extensions`]; accepted here so the file stays strict).
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
-}
-
-/// `[limits]` of a project file: each one replaces the user's setting when present.
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ProjectLimits {
-    /// Most turns per run.
-    #[serde(default)]
-    pub max_turns: Option<u32>,
-    /// Most US dollars per run.
-    #[serde(default)]
-    pub max_cost: Option<f64>,
-    /// Most seconds per run.
-    #[serde(default)]
-    pub max_seconds: Option<u64>,
-    /// Consecutive turns in which every tool call failed before the run stops.
-    #[serde(default)]
-    pub max_failed_turns: Option<u32>,
 }
 
 /// A project configuration file that cannot be used.
@@ -130,11 +113,7 @@ impl ProjectConfig {
     fn merge(&mut self, inner: Self) {
         self.model = inner.model.or(self.model.take());
         self.approval_policy = inner.approval_policy.or(self.approval_policy);
-        let (mine, theirs) = (&mut self.limits, inner.limits);
-        mine.max_turns = theirs.max_turns.or(mine.max_turns);
-        mine.max_cost = theirs.max_cost.or(mine.max_cost);
-        mine.max_seconds = theirs.max_seconds.or(mine.max_seconds);
-        mine.max_failed_turns = theirs.max_failed_turns.or(mine.max_failed_turns);
+        self.limits.merge(inner.limits);
         self.verify = inner.verify.or(self.verify.take());
         if inner.hooks != HooksConfig::default() {
             self.hooks = inner.hooks;
@@ -144,16 +123,7 @@ impl ProjectConfig {
 
     /// The user's run limits with this project's in their place where it sets them.
     pub fn limits(&self, user: &RunLimits) -> RunLimits {
-        let project = &self.limits;
-        RunLimits {
-            max_turns: project.max_turns.or(user.max_turns),
-            max_cost: project.max_cost.or(user.max_cost),
-            max_wall_time: project
-                .max_seconds
-                .map(std::time::Duration::from_secs)
-                .or(user.max_wall_time),
-            max_failed_turns: project.max_failed_turns.or(user.max_failed_turns),
-        }
+        self.limits.over(user)
     }
 }
 

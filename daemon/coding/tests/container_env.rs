@@ -9,7 +9,7 @@
 
 use std::process::Command;
 
-use rein_coding::environment::{ContainerEnvironment, Environment, SandboxSettings};
+use rein_coding::environment::{CommandCall, ContainerEnvironment, Environment, SandboxSettings};
 use rein_coding::tools::CommandRequest;
 use rein_coding::tools::spill::SpillLimits;
 use tokio_util::sync::CancellationToken;
@@ -58,14 +58,10 @@ async fn commands_run_in_the_container_on_the_mounted_project() {
     let mut seen = String::new();
     let command =
         "echo made > inside.txt; test -f /.dockerenv -o -f /run/.containerenv && echo in-container";
-    let outcome = env
-        .run(
-            &request(&project, command, 120),
-            &mut |chunk: &str| seen.push_str(chunk),
-            &CancellationToken::new(),
-        )
-        .await
-        .unwrap();
+    let (made, cancel) = (request(&project, command, 120), CancellationToken::new());
+    let mut on_output = |chunk: &str| seen.push_str(chunk);
+    let call = CommandCall { request: &made, on_output: &mut on_output, cancel: &cancel };
+    let outcome = env.run(call).await.unwrap();
     assert!(outcome.succeeded(), "{}", outcome.output);
     assert_eq!(seen.trim(), "in-container");
     assert_eq!(std::fs::read_to_string(project.join("inside.txt")).unwrap(), "made\n");
@@ -84,7 +80,7 @@ async fn a_cancelled_command_dies_inside_the_container() {
     let command = "echo started > started.txt; sleep 300; echo survived > survived.txt";
     let long = request(&project, command, 600);
     let mut ignore = |_: &str| {};
-    let run = env.run(&long, &mut ignore, &cancel);
+    let run = env.run(CommandCall { request: &long, on_output: &mut ignore, cancel: &cancel });
     let watch = async {
         while !project.join("started.txt").exists() {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -96,7 +92,9 @@ async fn a_cancelled_command_dies_inside_the_container() {
     // No procps in slim images: look through /proc for a `sleep`.
     let scan = "for p in /proc/[0-9]*; do [ \"$(cat $p/comm 2>/dev/null)\" = sleep ] && echo found; done; echo scanned";
     let probe = request(&project, scan, 60);
-    let check = env.run(&probe, &mut ignore, &CancellationToken::new()).await.unwrap();
+    let no_cancel = CancellationToken::new();
+    let call = CommandCall { request: &probe, on_output: &mut ignore, cancel: &no_cancel };
+    let check = env.run(call).await.unwrap();
     assert!(check.output.contains("scanned"), "{}", check.output);
     assert!(!check.output.contains("found"), "the command kept running in the container");
     env.shutdown().await;

@@ -7,7 +7,7 @@
 mod common;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use common::{Fixture, prompt, text_of};
 use rein_coding::command_hooks::HooksConfig;
@@ -73,6 +73,27 @@ fn script(path: &Path, text: &str) {
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
+/// A bash hook script `dir/name` that reads its input and answers by matching it: `arms` are
+/// the arms of a `case "$input" in ... esac`.
+fn case_script(dir: &Path, name: &str, arms: &str) -> PathBuf {
+    let path = dir.join(name);
+    script(
+        &path,
+        &format!("#!/usr/bin/env bash\ninput=\"$(cat)\"\ncase \"$input\" in\n{arms}esac\n"),
+    );
+    path
+}
+
+/// The TOML of one command hook on `event` running `command`, with a matcher when given and
+/// `settings` (lines such as `timeout = 1\n`) added to the hook.
+fn hook_toml(event: &str, matcher: Option<&str>, command: &Path, settings: &str) -> String {
+    let matcher = matcher.map(|m| format!("matcher = {m:?}\n")).unwrap_or_default();
+    let command = command.display().to_string();
+    format!(
+        "[[{event}]]\n{matcher}[[{event}.hooks]]\ntype = \"command\"\ncommand = {command:?}\n{settings}"
+    )
+}
+
 fn hooks(toml_text: &str) -> HooksConfig {
     toml::from_str(toml_text).unwrap()
 }
@@ -94,10 +115,8 @@ async fn guarded(hook: &Path, case: &str, policy: ApprovalPolicy, on_error: &str
         Reply::text("done"),
     ])
     .await;
-    fx.env.defaults.hooks = hooks(&format!(
-        "[[PreToolUse]]\nmatcher = \"Bash\"\n[[PreToolUse.hooks]]\ntype = \"command\"\ncommand = {:?}\ntimeout = 20\non_error = {on_error:?}\n",
-        hook.display().to_string()
-    ));
+    let settings = format!("timeout = 20\non_error = {on_error:?}\n");
+    fx.env.defaults.hooks = hooks(&hook_toml("PreToolUse", Some("Bash"), hook, &settings));
     let (session, mut events) = fx.create(policy).await;
     session.prompt(prompt(&session, "go")).await.unwrap();
     events.settled().await;
@@ -109,14 +128,10 @@ async fn guarded(hook: &Path, case: &str, policy: ApprovalPolicy, on_error: &str
             _ => None,
         })
         .unwrap();
-    let decisions = events
-        .matching(|e| matches!(e, SessionEvent::HookFinished { .. }))
-        .into_iter()
-        .filter_map(|e| match e {
-            SessionEvent::HookFinished { decision, .. } => Some(decision),
-            _ => None,
-        })
-        .collect();
+    let decisions = events.picked(|e| match e {
+        SessionEvent::HookFinished { decision, .. } => Some(*decision),
+        _ => None,
+    });
     let end = events.seen.iter().find_map(|e| match e {
         SessionEvent::AgentEnd { reason, .. } => Some(*reason),
         _ => None,
@@ -207,10 +222,8 @@ async fn a_hook_past_its_timeout_is_an_error_or_a_block() {
         Reply::text("done"),
     ])
     .await;
-    fx.env.defaults.hooks = hooks(&format!(
-        "[[PreToolUse]]\n[[PreToolUse.hooks]]\ntype = \"command\"\ncommand = {:?}\ntimeout = 1\non_error = \"block\"\n",
-        hook.display().to_string()
-    ));
+    let settings = "timeout = 1\non_error = \"block\"\n";
+    fx.env.defaults.hooks = hooks(&hook_toml("PreToolUse", None, &hook, settings));
     let (session, mut events) = fx.create(ApprovalPolicy::Yolo).await;
     session.prompt(prompt(&session, "go")).await.unwrap();
     events.settled().await;
@@ -231,26 +244,18 @@ async fn post_tool_use_prompt_submit_and_permission_hooks() {
 echo '{"decision":"block","reason":"lint failed on line 3","hookSpecificOutput":{"hookEventName":"PostToolUse","additionalContext":"ran lint"}}'
 "#,
     );
-    let submit = dir.path().join("submit.sh");
-    script(
-        &submit,
-        r#"#!/usr/bin/env bash
-input="$(cat)"
-case "$input" in
-  *secret*) echo '{"decision":"block","reason":"prompts must not carry secrets"}' ;;
+    let submit = case_script(
+        dir.path(),
+        "submit.sh",
+        r#"  *secret*) echo '{"decision":"block","reason":"prompts must not carry secrets"}' ;;
   *) echo "the build is green" ;;
-esac
 "#,
     );
-    let permission = dir.path().join("permission.sh");
-    script(
-        &permission,
-        r#"#!/usr/bin/env bash
-input="$(cat)"
-case "$input" in
-  *'"tool_name":"write"'*) echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"no writes today"}}}' ;;
+    let permission = case_script(
+        dir.path(),
+        "permission.sh",
+        r#"  *'"tool_name":"write"'*) echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"deny","message":"no writes today"}}}' ;;
   *) echo '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}' ;;
-esac
 "#,
     );
     let mut fx = Fixture::new(vec![
@@ -259,17 +264,11 @@ esac
         Reply::text("done"),
     ])
     .await;
-    let hook = |event: &str, matcher: &str, path: &Path| {
-        format!(
-            "[[{event}]]\nmatcher = {matcher:?}\n[[{event}.hooks]]\ntype = \"command\"\ncommand = {:?}\n",
-            path.display().to_string()
-        )
-    };
     fx.env.defaults.hooks = hooks(&format!(
         "{}{}{}",
-        hook("PostToolUse", "bash", &post),
-        hook("UserPromptSubmit", "", &submit),
-        hook("PermissionRequest", "*", &permission)
+        hook_toml("PostToolUse", Some("bash"), &post, ""),
+        hook_toml("UserPromptSubmit", Some(""), &submit, ""),
+        hook_toml("PermissionRequest", Some("*"), &permission, "")
     ));
     let (session, mut events) = fx.create(ApprovalPolicy::AutoEdit).await;
     // A refused prompt starts nothing.
@@ -340,10 +339,7 @@ async fn every_event_fires_with_its_input_fields_and_is_recorded() {
         "PostCompact",
         "Notification",
     ] {
-        config.push_str(&format!(
-            "[[{event}]]\n[[{event}.hooks]]\ntype = \"command\"\ncommand = {:?}\n",
-            logger.display().to_string()
-        ));
+        config.push_str(&hook_toml(event, None, &logger, ""));
     }
     fx.env.defaults.hooks = hooks(&config);
     fx.gate.0.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -412,22 +408,15 @@ async fn every_event_fires_with_its_input_fields_and_is_recorded() {
 #[tokio::test]
 async fn user_prompt_submit_hooks_see_steers_and_follow_ups_too() {
     let dir = tempfile::tempdir().unwrap();
-    let submit = dir.path().join("submit.sh");
-    script(
-        &submit,
-        r#"#!/usr/bin/env bash
-input="$(cat)"
-case "$input" in
-  *secret*) echo "prompts must not carry secrets" >&2; exit 2 ;;
+    let submit = case_script(
+        dir.path(),
+        "submit.sh",
+        r#"  *secret*) echo "prompts must not carry secrets" >&2; exit 2 ;;
   *) echo "the build is green" ;;
-esac
 "#,
     );
     let mut fx = Fixture::new(vec![Reply::text("first"), Reply::text("second")]).await;
-    fx.env.defaults.hooks = hooks(&format!(
-        "[[UserPromptSubmit]]\n[[UserPromptSubmit.hooks]]\ntype = \"command\"\ncommand = {:?}\n",
-        submit.display().to_string()
-    ));
+    fx.env.defaults.hooks = hooks(&hook_toml("UserPromptSubmit", None, &submit, ""));
     let (session, mut events) = fx.create(ApprovalPolicy::Yolo).await;
 
     let refused = session.follow_up("here is my secret".into(), Vec::new()).await.unwrap_err();

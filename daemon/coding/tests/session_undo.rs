@@ -13,6 +13,7 @@ use rein_protocol::event::SessionEvent;
 use rein_protocol::method::ApprovalPolicy;
 use rein_testkit::fake_provider::Reply;
 use serde_json::json;
+use std::sync::Arc;
 
 /// A fixture whose sessions keep checkpoints under its REIN_HOME.
 async fn fixture(script: Vec<Reply>) -> Fixture {
@@ -114,8 +115,8 @@ async fn undo_restores_what_edit_write_and_bash_changed() {
     assert_eq!(file.matches("\"rein.checkpoint\"").count(), 3);
 }
 
-#[tokio::test]
-async fn undo_refuses_to_overwrite_changes_made_outside_rein_unless_forced() {
+/// A session whose one run rewrote `a.txt` (it held "before") with "by rein".
+async fn rein_rewrote_a_file() -> (Fixture, Arc<CodingSession>) {
     let fixture = fixture(vec![
         Reply::tool_call("write", json!({"path": "a.txt", "content": "by rein\n"})),
         Reply::text("done"),
@@ -124,6 +125,12 @@ async fn undo_refuses_to_overwrite_changes_made_outside_rein_unless_forced() {
     fixture.write("a.txt", "before\n");
     let (session, mut events) = fixture.create(ApprovalPolicy::Yolo).await;
     run(&session, &mut events, "write a").await;
+    (fixture, session)
+}
+
+#[tokio::test]
+async fn undo_refuses_to_overwrite_changes_made_outside_rein_unless_forced() {
+    let (fixture, session) = rein_rewrote_a_file().await;
 
     // The user edits the same file after the run.
     fixture.write("a.txt", "the user's own change\n");
@@ -139,14 +146,7 @@ async fn undo_refuses_to_overwrite_changes_made_outside_rein_unless_forced() {
 
 #[tokio::test]
 async fn a_file_created_outside_rein_after_the_snapshot_is_named_too() {
-    let fixture = fixture(vec![
-        Reply::tool_call("write", json!({"path": "a.txt", "content": "by rein\n"})),
-        Reply::text("done"),
-    ])
-    .await;
-    fixture.write("a.txt", "before\n");
-    let (session, mut events) = fixture.create(ApprovalPolicy::Yolo).await;
-    run(&session, &mut events, "write a").await;
+    let (fixture, session) = rein_rewrote_a_file().await;
     // A file the user created after the run is not in the snapshot: undo would delete it, so
     // it is named (and the file rein wrote is not).
     fixture.write("other.txt", "user file\n");
@@ -176,14 +176,10 @@ async fn a_turn_that_only_reads_is_not_checkpointed() {
     fixture.write("a.txt", "one\n");
     let (session, mut events) = fixture.create(ApprovalPolicy::Yolo).await;
     run(&session, &mut events, "look, then change").await;
-    let created: Vec<(u32, u32)> = events
-        .matching(|e| matches!(e, SessionEvent::CheckpointCreated { .. }))
-        .into_iter()
-        .filter_map(|e| match e {
-            SessionEvent::CheckpointCreated { turn, run_turn, .. } => Some((turn, run_turn)),
-            _ => None,
-        })
-        .collect();
+    let created = events.picked(|e| match e {
+        SessionEvent::CheckpointCreated { turn, run_turn, .. } => Some((*turn, *run_turn)),
+        _ => None,
+    });
     assert_eq!(created, vec![(1, 2)], "only the bash turn (the run's second) is a checkpoint");
     // Undo to an entry: the first checkpoint at or after it (here, after the user's prompt).
     let first_entry = session.tree().entries[0].id.clone();

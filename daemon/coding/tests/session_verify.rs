@@ -6,6 +6,7 @@
 mod common;
 
 use common::{Fixture, prompt};
+use rein_coding::CodingSession;
 use rein_coding::verify::{CheckConfig, VerifyConfig};
 use rein_protocol::event::{EndReason, SessionEvent};
 use rein_protocol::message::Message;
@@ -14,9 +15,22 @@ use rein_protocol::verify::{RunOutcome, VerifyRequest};
 use rein_protocol::{EntryKind, SessionEntry};
 use rein_testkit::fake_provider::Reply;
 use serde_json::{Value, json};
+use std::sync::Arc;
 
 /// The check: passes once `fixed.txt` says "ok".
 const CHECK: &str = "grep -qx ok fixed.txt || { echo 'expected ok in fixed.txt'; exit 1; }";
+
+/// Breaks the check, then runs one prompt asking for [`CHECK`] to pass until the session
+/// settles.
+async fn run_checked(fixture: &Fixture) -> (Arc<CodingSession>, common::Events) {
+    fixture.write("fixed.txt", "broken\n");
+    let (session, mut events) = fixture.create(ApprovalPolicy::Yolo).await;
+    let mut params = prompt(&session, "make the check pass");
+    params.verify = Some(VerifyRequest::Commands(vec![CHECK.into()]));
+    session.prompt(params).await.unwrap();
+    events.settled().await;
+    (session, events)
+}
 
 fn outcome_of(events: &[SessionEvent]) -> (EndReason, RunOutcome) {
     events
@@ -50,22 +64,13 @@ async fn a_model_that_fixes_the_check_in_round_two_ends_verified() {
         Reply::text("Now it is fixed."),
     ])
     .await;
-    fixture.write("fixed.txt", "broken\n");
-    let (session, mut events) = fixture.create(ApprovalPolicy::Yolo).await;
-    let mut params = prompt(&session, "make the check pass");
-    params.verify = Some(VerifyRequest::Commands(vec![CHECK.into()]));
-    session.prompt(params).await.unwrap();
-    events.settled().await;
+    let (session, events) = run_checked(&fixture).await;
 
     assert_eq!(outcome_of(&events.seen), (EndReason::Completed, RunOutcome::Verified));
-    let rounds: Vec<(u32, bool)> = events
-        .matching(|e| matches!(e, SessionEvent::VerifyFinished { .. }))
-        .into_iter()
-        .filter_map(|e| match e {
-            SessionEvent::VerifyFinished { round, passed, .. } => Some((round, passed)),
-            _ => None,
-        })
-        .collect();
+    let rounds = events.picked(|e| match e {
+        SessionEvent::VerifyFinished { round, passed, .. } => Some((*round, *passed)),
+        _ => None,
+    });
     assert_eq!(rounds, vec![(1, false), (2, true)]);
     let started = events.matching(|e| matches!(e, SessionEvent::VerifyStarted { .. }));
     assert!(matches!(
@@ -111,12 +116,7 @@ async fn a_model_that_fixes_the_check_in_round_two_ends_verified() {
 #[tokio::test]
 async fn a_model_that_never_fixes_it_ends_verify_failed_after_max_rounds() {
     let fixture = Fixture::new(vec![Reply::text("Done."), Reply::text("Really done.")]).await;
-    fixture.write("fixed.txt", "broken\n");
-    let (session, mut events) = fixture.create(ApprovalPolicy::Yolo).await;
-    let mut params = prompt(&session, "make the check pass");
-    params.verify = Some(VerifyRequest::Commands(vec![CHECK.into()]));
-    session.prompt(params).await.unwrap();
-    events.settled().await;
+    let (session, events) = run_checked(&fixture).await;
 
     assert_eq!(outcome_of(&events.seen), (EndReason::Completed, RunOutcome::VerifyFailed));
     assert_eq!(fixture.bodies().len(), 2, "two rounds, then the run ends");

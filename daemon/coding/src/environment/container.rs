@@ -17,11 +17,13 @@ use std::process::Stdio;
 use futures::future::BoxFuture;
 use rein_protocol::method::SandboxMode;
 use tokio::sync::OnceCell;
-use tokio_util::sync::CancellationToken;
 
 use super::sandbox::find_on_path;
-use super::{Environment, EnvironmentError, FilePolicy, OutputSink, SandboxSettings};
-use crate::tools::{CommandOutcome, CommandRequest, Launch, run_launched};
+use super::{
+    CommandCall, CommandFuture, Confinement, Environment, EnvironmentError, FilePolicy,
+    SandboxSettings,
+};
+use crate::tools::{CommandRequest, Launch, run_launched};
 
 /// Runs a command inside the container: records its process group, then becomes the command.
 /// `$0` is the record's path, `$1` the command line.
@@ -33,10 +35,9 @@ pub struct ContainerEnvironment {
     engine: PathBuf,
     image: String,
     project: PathBuf,
-    network: bool,
     name: String,
     started: OnceCell<Result<(), String>>,
-    policy: FilePolicy,
+    confinement: Confinement,
 }
 
 impl ContainerEnvironment {
@@ -59,12 +60,15 @@ impl ContainerEnvironment {
         engine_answers(&engine).map_err(unavailable)?;
         let project = super::policy::resolve_existing(project);
         Ok(Self {
-            policy: FilePolicy::project_only("container", &project),
+            confinement: Confinement {
+                mode: SandboxMode::Container,
+                policy: FilePolicy::project_only("container", &project),
+                network: settings.network,
+            },
             name: format!("rein-{}", uuid::Uuid::now_v7()),
             engine,
             image,
             project,
-            network: settings.network,
             started: OnceCell::new(),
         })
     }
@@ -81,7 +85,7 @@ impl ContainerEnvironment {
             .get_or_init(|| async {
                 let mut command = tokio::process::Command::new(&self.engine);
                 command.args(["run", "-d", "--rm", "--init", "--name", &self.name]);
-                if !self.network {
+                if !self.confinement.network {
                     command.args(["--network", "none"]);
                 }
                 let mount = format!("{0}:{0}", self.project.display());
@@ -117,13 +121,21 @@ impl ContainerEnvironment {
     /// Kills the process group recorded in `record` inside the container.
     async fn kill_group(&self, record: &str) {
         let script = format!("kill -KILL -- -$(cat {record}) 2>/dev/null; rm -f {record}");
-        let _ = tokio::process::Command::new(&self.engine)
-            .args(["exec", &self.name, "sh", "-c", &script])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .await;
+        let kill = self.engine_command(&["exec", &self.name, "sh", "-c", &script]);
+        let _ = tokio::process::Command::from(kill).status().await;
+    }
+
+    /// The engine CLI with `args`, its input and output discarded.
+    fn engine_command(&self, args: &[&str]) -> std::process::Command {
+        let mut command = std::process::Command::new(&self.engine);
+        command.args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        command
+    }
+
+    /// `rm -f` of the container, once it was started (removing it twice is harmless).
+    fn removal(&self) -> Option<std::process::Command> {
+        let started = self.started.get().is_some_and(Result::is_ok);
+        started.then(|| self.engine_command(&["rm", "-f", &self.name]))
     }
 }
 
@@ -132,24 +144,12 @@ impl Environment for ContainerEnvironment {
         format!("container {} ({})", self.name, self.image)
     }
 
-    fn mode(&self) -> SandboxMode {
-        SandboxMode::Container
+    fn confinement(&self) -> &Confinement {
+        &self.confinement
     }
 
-    fn confines_commands(&self) -> bool {
-        !self.network
-    }
-
-    fn policy(&self) -> &FilePolicy {
-        &self.policy
-    }
-
-    fn run<'a>(
-        &'a self,
-        request: &'a CommandRequest,
-        on_output: OutputSink<'a>,
-        cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, std::io::Result<CommandOutcome>> {
+    fn run<'a>(&'a self, call: CommandCall<'a>) -> CommandFuture<'a> {
+        let CommandCall { request, on_output, cancel } = call;
         Box::pin(async move {
             self.ensure_started().await?;
             let record = format!("/tmp/rein-group-{}", uuid::Uuid::now_v7());
@@ -164,14 +164,8 @@ impl Environment for ContainerEnvironment {
 
     fn shutdown(&self) -> BoxFuture<'_, ()> {
         Box::pin(async move {
-            if self.started.get().is_some_and(Result::is_ok) {
-                let _ = tokio::process::Command::new(&self.engine)
-                    .args(["rm", "-f", &self.name])
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .status()
-                    .await;
+            if let Some(removal) = self.removal() {
+                let _ = tokio::process::Command::from(removal).status().await;
             }
         })
     }
@@ -181,16 +175,8 @@ impl Drop for ContainerEnvironment {
     fn drop(&mut self) {
         // Removing an already removed container is harmless; this covers an environment that
         // went away without a shutdown (a failed load).
-        if self.started.get().is_some_and(Result::is_ok) {
-            let spawned = std::process::Command::new(&self.engine)
-                .args(["rm", "-f", &self.name])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn();
-            if let Ok(mut child) = spawned {
-                std::thread::spawn(move || child.wait());
-            }
+        if let Some(Ok(mut child)) = self.removal().map(|mut removal| removal.spawn()) {
+            std::thread::spawn(move || child.wait());
         }
     }
 }

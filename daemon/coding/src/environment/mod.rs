@@ -37,6 +37,41 @@ pub use sandbox::{BwrapSandbox, SandboxSettings};
 /// Streams a command's output to its caller, chunk by chunk.
 pub type OutputSink<'a> = &'a mut (dyn FnMut(&str) + Send);
 
+/// A running command: how it ended, or why it could not start.
+pub type CommandFuture<'a> = BoxFuture<'a, std::io::Result<CommandOutcome>>;
+
+/// One command for [`Environment::run`]: what to run, where its output goes, and what stops
+/// it.
+pub struct CommandCall<'a> {
+    /// The command.
+    pub request: &'a CommandRequest,
+    /// Receives its output, chunk by chunk.
+    pub on_output: OutputSink<'a>,
+    /// Kills the command's process group when cancelled.
+    pub cancel: &'a CancellationToken,
+}
+
+/// What every environment states the same way: the sandbox mode commands run under, the
+/// rules the file operations obey, and whether commands may use the network. An environment
+/// holds one and answers [`Environment::mode`], [`Environment::policy`] and
+/// [`Environment::confines_commands`] from it.
+#[derive(Debug, Clone, Default)]
+pub struct Confinement {
+    /// The sandbox mode commands run under.
+    pub mode: SandboxMode,
+    /// The rules the file operations obey.
+    pub policy: FilePolicy,
+    /// Whether commands may use the network.
+    pub network: bool,
+}
+
+impl Confinement {
+    /// The host's: no sandbox, no file rules, the network open.
+    pub fn host() -> Self {
+        Self { mode: SandboxMode::Off, policy: FilePolicy::default(), network: true }
+    }
+}
+
 /// What tools run commands and touch files through. File methods block (tools call them off
 /// the async threads); [`Environment::run`] is async and kills the command's whole process
 /// group on timeout, cancellation or drop.
@@ -44,25 +79,29 @@ pub trait Environment: Send + Sync + std::fmt::Debug {
     /// A short description for messages and logs (`local`, `sandbox workspace-write`).
     fn describe(&self) -> String;
 
+    /// The mode, file rules and network of this environment.
+    fn confinement(&self) -> &Confinement;
+
     /// The sandbox mode commands run under.
-    fn mode(&self) -> SandboxMode;
+    fn mode(&self) -> SandboxMode {
+        self.confinement().mode
+    }
 
     /// True when commands run confined and without network: approvals may then let them
     /// through under `auto-edit`.
     fn confines_commands(&self) -> bool {
-        false
+        let confinement = self.confinement();
+        confinement.mode != SandboxMode::Off && !confinement.network
     }
 
     /// The rules the file operations obey.
-    fn policy(&self) -> &FilePolicy;
+    fn policy(&self) -> &FilePolicy {
+        &self.confinement().policy
+    }
 
-    /// Runs a command, streaming its output to `on_output`. Errors are failures to start it.
-    fn run<'a>(
-        &'a self,
-        request: &'a CommandRequest,
-        on_output: OutputSink<'a>,
-        cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, std::io::Result<CommandOutcome>>;
+    /// Runs a command, streaming its output to the call's sink. Errors are failures to start
+    /// it.
+    fn run<'a>(&'a self, call: CommandCall<'a>) -> CommandFuture<'a>;
 
     /// The same command on the host without confinement (after a person approved it), or
     /// `None` when this environment has no such thing (it is the host already).
@@ -116,9 +155,15 @@ pub trait Environment: Send + Sync + std::fmt::Debug {
 }
 
 /// Tools run on the host as the daemon's user: what rein did before sandboxes existed.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct LocalEnvironment {
-    policy: FilePolicy,
+    confinement: Confinement,
+}
+
+impl Default for LocalEnvironment {
+    fn default() -> Self {
+        Self { confinement: Confinement::host() }
+    }
 }
 
 impl LocalEnvironment {
@@ -133,21 +178,12 @@ impl Environment for LocalEnvironment {
         "local".to_string()
     }
 
-    fn mode(&self) -> SandboxMode {
-        SandboxMode::Off
+    fn confinement(&self) -> &Confinement {
+        &self.confinement
     }
 
-    fn policy(&self) -> &FilePolicy {
-        &self.policy
-    }
-
-    fn run<'a>(
-        &'a self,
-        request: &'a CommandRequest,
-        on_output: OutputSink<'a>,
-        cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, std::io::Result<CommandOutcome>> {
-        Box::pin(run_command(request, on_output, cancel))
+    fn run<'a>(&'a self, call: CommandCall<'a>) -> CommandFuture<'a> {
+        Box::pin(run_command(call.request, call.on_output, call.cancel))
     }
 }
 

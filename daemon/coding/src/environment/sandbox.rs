@@ -17,13 +17,14 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use futures::future::BoxFuture;
 use rein_protocol::method::SandboxMode;
-use tokio_util::sync::CancellationToken;
 
 use super::pids_cgroup::{MAX_PIDS, PidsCgroup};
-use super::{Environment, EnvironmentError, FilePolicy, LocalEnvironment, OutputSink};
-use crate::tools::{CommandOutcome, CommandRequest, Launch, run_launched};
+use super::{
+    CommandCall, CommandFuture, Confinement, Environment, EnvironmentError, FilePolicy,
+    LocalEnvironment,
+};
+use crate::tools::{CommandRequest, Launch, run_launched};
 
 /// Environment variables a sandboxed command keeps (from the daemon's), everything else is
 /// dropped.
@@ -46,12 +47,10 @@ pub struct SandboxSettings {
 /// Commands under bubblewrap; file operations under the same write rules. See the module docs.
 #[derive(Debug)]
 pub struct BwrapSandbox {
-    mode: SandboxMode,
+    confinement: Confinement,
     project: PathBuf,
-    network: bool,
     bwrap: PathBuf,
     hidden_files: Vec<PathBuf>,
-    policy: FilePolicy,
 }
 
 impl BwrapSandbox {
@@ -75,12 +74,10 @@ impl BwrapSandbox {
             _ => FilePolicy::read_only(mode.as_str()),
         };
         Ok(Self {
-            mode,
+            confinement: Confinement { mode, policy, network: settings.network },
             project: super::policy::resolve_existing(project),
-            network: settings.network,
             bwrap,
             hidden_files: hidden_files.to_vec(),
-            policy,
         })
     }
 
@@ -108,7 +105,7 @@ impl BwrapSandbox {
         .iter()
         .map(OsString::from)
         .collect();
-        if !self.network {
+        if !self.confinement.network {
             args.push("--unshare-net".into());
         }
         let mut bind = |flag: &str, path: &Path| {
@@ -116,7 +113,7 @@ impl BwrapSandbox {
             args.push(path.into());
             args.push(path.into());
         };
-        match self.mode {
+        match self.confinement.mode {
             SandboxMode::WorkspaceWrite => {
                 bind("--bind", &self.project);
                 for protected in [".git", ".rein"] {
@@ -172,28 +169,16 @@ impl BwrapSandbox {
 
 impl Environment for BwrapSandbox {
     fn describe(&self) -> String {
-        let network = if self.network { ", network allowed" } else { "" };
-        format!("sandbox {}{network}", self.mode.as_str())
+        let network = if self.confinement.network { ", network allowed" } else { "" };
+        format!("sandbox {}{network}", self.confinement.mode.as_str())
     }
 
-    fn mode(&self) -> SandboxMode {
-        self.mode
+    fn confinement(&self) -> &Confinement {
+        &self.confinement
     }
 
-    fn confines_commands(&self) -> bool {
-        !self.network
-    }
-
-    fn policy(&self) -> &FilePolicy {
-        &self.policy
-    }
-
-    fn run<'a>(
-        &'a self,
-        request: &'a CommandRequest,
-        on_output: OutputSink<'a>,
-        cancel: &'a CancellationToken,
-    ) -> BoxFuture<'a, std::io::Result<CommandOutcome>> {
+    fn run<'a>(&'a self, call: CommandCall<'a>) -> CommandFuture<'a> {
+        let CommandCall { request, on_output, cancel } = call;
         Box::pin(async move {
             let cgroup = match PidsCgroup::create(MAX_PIDS) {
                 Ok(cgroup) => Some(cgroup),

@@ -24,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::capture::{CapturedOutput, OutputCapture, Utf8Chunks};
 use super::spill::{self, SpillLimits};
 use super::{ToolCall, ToolContext, ToolSpec, TypedTool};
+use crate::environment::CommandCall;
 
 /// How long output is still collected after the shell exited, while something it left in the
 /// background keeps the pipe open.
@@ -398,7 +399,7 @@ impl TypedTool for BashTool {
 
 /// The arguments of `bash`.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct BashArgs {
     /// The command line to run (with bash -c, or sh -c without bash).
     command: String,
@@ -415,7 +416,8 @@ async fn run_streamed(
     call: &ToolCall,
 ) -> std::io::Result<CommandOutcome> {
     let (mut on_output, delivered) = coalesced_updates(call.updates.clone());
-    let outcome = env.run(request, &mut on_output, &call.cancel).await;
+    let command = CommandCall { request, on_output: &mut on_output, cancel: &call.cancel };
+    let outcome = env.run(command).await;
     drop(on_output);
     let _ = delivered.await;
     outcome

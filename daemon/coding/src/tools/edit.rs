@@ -55,19 +55,31 @@ impl TypedTool for EditTool {
 
 /// The arguments of `edit`.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct EditArgs {
     /// File to edit, relative to the working directory or absolute.
     path: String,
     /// Replacements to make; each oldText must match exactly once.
     #[schemars(length(min = 1))]
+    #[serde(deserialize_with = "at_least_one_edit")]
     edits: Vec<EditArgument>,
+}
+
+/// Parses `edits`, refusing an empty list (the schema's `minItems`).
+fn at_least_one_edit<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Vec<EditArgument>, D::Error> {
+    let edits = Vec::<EditArgument>::deserialize(deserializer)?;
+    if edits.is_empty() {
+        return Err(serde::de::Error::custom("no edits given"));
+    }
+    Ok(edits)
 }
 
 // One replacement (no doc comment: it would become a description the schema never had).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 struct EditArgument {
     /// Exact text to replace (non-empty, unique in the file).
     old_text: String,

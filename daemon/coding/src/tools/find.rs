@@ -97,7 +97,7 @@ impl BlockingTool for FindTool {
 
 /// The arguments of `find`.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct FindArgs {
     /// Glob to match, e.g. `*.rs` or `src/**/mod.rs`.
     pattern: String,

@@ -117,7 +117,7 @@ impl BlockingTool for GrepTool {
 /// The arguments of `grep`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct GrepArgs {
     /// Regular expression to search for.
     pattern: String,

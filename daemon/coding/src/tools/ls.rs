@@ -70,7 +70,7 @@ impl BlockingTool for LsTool {
 
 /// The arguments of `ls`.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct LsArgs {
     /// Directory to list (default: the working directory).
     path: Option<String>,

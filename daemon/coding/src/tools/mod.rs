@@ -35,7 +35,7 @@ pub(crate) use bash::{default_shell, run_launched};
 pub use edit::EditTool;
 pub use find::FindTool;
 pub use grep::GrepTool;
-pub use limit::Limit;
+pub use limit::{Limit, LineNumber};
 pub use ls::LsTool;
 pub use read::ReadTool;
 pub use typed::{BlockingTool, ToolCall, ToolSpec, Typed, TypedTool};
@@ -413,6 +413,18 @@ mod tests {
         assert_eq!(
             text(&out),
             "Invalid arguments for grep: field `limit`: limit must be at least 1"
+        );
+        // What the schema says and nothing checks but the parse: unknown fields, empty lists,
+        // line numbers from 1.
+        let out = fixture.call("read", json!({"path": "a", "lines": 3})).await;
+        let message = text(&out);
+        assert!(message.contains("unknown field `lines`"), "{message}");
+        let out = fixture.call("edit", json!({"path": "a", "edits": []})).await;
+        assert_eq!(text(&out), "Invalid arguments for edit: field `edits`: no edits given");
+        let out = fixture.call("read", json!({"path": "a", "offset": 0})).await;
+        assert_eq!(
+            text(&out),
+            "Invalid arguments for read: field `offset`: offset must be at least 1"
         );
     }
 

@@ -13,7 +13,8 @@ use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    BlockingTool, Limit, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, ToolContext, ToolSpec, clip_line,
+    BlockingTool, Limit, LineNumber, MAX_OUTPUT_BYTES, MAX_OUTPUT_LINES, ToolContext, ToolSpec,
+    clip_line,
 };
 use crate::file_tracker::FileStamp;
 use crate::paths;
@@ -59,13 +60,12 @@ impl BlockingTool for ReadTool {
 
 /// The arguments of `read`.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct ReadArgs {
     /// File to read, relative to the working directory or absolute (~ expands to home).
     path: String,
     /// 1-based line to start at (default 1).
-    #[schemars(range(min = 1))]
-    offset: Option<u64>,
+    offset: Option<LineNumber>,
     /// Most lines to return (default and maximum 2000).
     limit: Option<Limit>,
 }
@@ -100,7 +100,8 @@ fn read_path(
         )));
     }
     let reader = BufReader::new(std::io::Cursor::new(head).chain(file));
-    let window = read_lines(reader, args.offset.unwrap_or(1).max(1), args.limit.map(Limit::get))?;
+    let window =
+        read_lines(reader, args.offset.map_or(1, LineNumber::get), args.limit.map(Limit::get))?;
     ctx.files.record(path, FileStamp::with_hash(path, window.size, window.hash));
     Ok(window.into_output(shown))
 }

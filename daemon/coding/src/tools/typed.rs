@@ -168,6 +168,11 @@ impl<T: TypedTool> Tool for Typed<T> {
         T::SPEC.mode
     }
 
+    /// The typed parse is the validation: the tool set skips its schema check.
+    fn checks_own_arguments(&self) -> bool {
+        true
+    }
+
     fn execute(&self, invocation: ToolInvocation) -> BoxFuture<'_, ToolOutput> {
         Box::pin(async move {
             let args = match parse_arguments::<T::Args>(T::SPEC.name, invocation.arguments) {

@@ -53,7 +53,7 @@ impl TypedTool for WriteTool {
 
 /// The arguments of `write`.
 #[derive(Debug, Deserialize, JsonSchema)]
-#[schemars(deny_unknown_fields)]
+#[serde(deny_unknown_fields)]
 pub struct WriteArgs {
     /// File to write, relative to the working directory or absolute.
     path: String,

@@ -77,6 +77,12 @@ impl Events {
         self.seen.clear();
     }
 
+    /// What `pick` takes out of each event seen so far that it picks (a field or two of
+    /// one kind of event, say), in order.
+    pub(crate) fn picked<T>(&self, pick: impl Fn(&SessionEvent) -> Option<T>) -> Vec<T> {
+        self.seen.iter().filter_map(pick).collect()
+    }
+
     /// Events seen so far that match.
     pub(crate) fn matching(&self, wanted: impl Fn(&SessionEvent) -> bool) -> Vec<SessionEvent> {
         self.seen.iter().filter(|e| wanted(e)).cloned().collect()
