@@ -535,4 +535,36 @@ y allow once · a allow for the session · n deny · r deny wit";
             "{ascii}"
         );
     }
+
+    #[test]
+    fn fenced_code_is_painted_by_its_grammar_in_ansi_colours_only() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let start = Instant::now();
+        let theme = Theme { color: true, unicode: true };
+        let mut app = App::new(&state(dir.path()), theme, Vec::new(), start);
+        let answer = "Like this:\n\n```rust\nfn main() {\n    let s = \"hi\"; // greet\n}\n```\n";
+        app.apply(&envelope(1, text(answer)), start);
+        let (shown, buffer) = screen(&app, start, (50, 12));
+        let find = |needle: &str| {
+            let row = shown.lines().position(|line| line.contains(needle));
+            let row = row.unwrap_or_else(|| panic!("no {needle} in\n{shown}"));
+            let column = shown.lines().nth(row).and_then(|line| line.find(needle)).unwrap_or(0);
+            // Columns count characters; the lines here are ASCII up to the needle.
+            buffer.cell((column as u16, row as u16)).map(|cell| cell.fg)
+        };
+        use ratatui::style::Color;
+        assert!(shown.contains("  fn main() {\n      let s = \"hi\"; // greet\n  }"), "{shown}");
+        assert_eq!(find("fn main"), Some(Color::LightMagenta), "{shown}");
+        assert_eq!(find("let"), Some(Color::LightMagenta), "{shown}");
+        assert_eq!(find("\"hi\""), Some(Color::LightGreen), "{shown}");
+        assert_eq!(find("// greet"), Some(Color::DarkGray), "{shown}");
+        assert_eq!(find("main"), Some(Color::LightCyan), "{shown}");
+        // Only the 16 ANSI colours: a 16-colour terminal shows all of it.
+        let indexed_or_rgb =
+            buffer.content.iter().any(|cell| matches!(cell.fg, Color::Rgb(..) | Color::Indexed(_)));
+        assert!(!indexed_or_rgb, "{shown}");
+        app.theme = Theme { color: false, unicode: true };
+        let (_, plain) = screen(&app, start, (50, 12));
+        assert!(plain.content.iter().all(|cell| cell.fg == Color::Reset));
+    }
 }
