@@ -14,6 +14,7 @@ pub mod app;
 pub mod diff;
 pub mod editor;
 pub mod highlight;
+pub mod keys;
 pub mod markdown;
 mod slash;
 pub mod theme;
@@ -57,6 +58,14 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
     if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
         return crate::interactive::run(socket, request).await;
     }
+    let keys = match keys::KeyMap::file().map(|path| keys::KeyMap::load(&path)) {
+        Some(Ok(keys)) => keys,
+        None => keys::KeyMap::default(),
+        Some(Err(error)) => {
+            eprintln!("rein: {error}");
+            return Ok(exit::USAGE);
+        }
+    };
     let mut client = Client::connect_or_start(socket).await?;
     if let Err(error) = client.initialize(true).await {
         eprintln!("rein: {}", version_hint(&error).unwrap_or_else(|| error.to_string()));
@@ -67,7 +76,8 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
     let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableBracketedPaste);
     let theme = Theme::detect();
     let now = Instant::now();
-    let app = App::new(&state, theme, load_history(), now);
+    let mut app = App::new(&state, theme, load_history(), now);
+    app.keys = keys;
     let mut runtime = Runtime {
         socket: socket.to_path_buf(),
         follower: Follower::new(StreamCursor::new(
@@ -562,7 +572,9 @@ impl Runtime {
         let now = Instant::now();
         let history = self.app.editor.history().to_vec();
         let (theme, view, mode) = (self.app.theme, self.app.view, self.app.mode);
+        let keys = std::mem::take(&mut self.app.keys);
         self.app = App::new(&state, theme, history, now);
+        self.app.keys = keys;
         self.app.view = view;
         self.app.mode = mode;
         self.stream = state.stream.clone();

@@ -15,13 +15,6 @@ use rein_protocol::method::{
 };
 use rein_protocol::requests as rq;
 
-/// The keys, after the commands in `/help`.
-const KEYS: &str = "\
-Keys: Enter sends · Alt-Enter, Ctrl-J or a trailing \\ start a new line · Up/Down history ·
-Tab completes /commands and @files · Esc cancels the run · Ctrl-C cancels and clears the queue
-(asks first when something is queued), or leaves when idle · Ctrl-O expands tool output ·
-Ctrl-T shows reasoning · PageUp/PageDown scroll. @path mentions attach the file's text.";
-
 impl Runtime {
     fn show(&mut self, report: Result<Report, ClientError>) {
         match report {
@@ -79,7 +72,10 @@ impl Runtime {
             | Slash::Label { .. }
             | Slash::Sessions
             | Slash::Trust { .. } => {}
-            Slash::Help => self.app.transcript.notice(format!("{HELP}\n\n{KEYS}"), Role::Plain),
+            Slash::Help => {
+                let keys = super::keys::help(&self.app.keys);
+                self.app.transcript.notice(format!("{HELP}\n\n{keys}"), Role::Plain)
+            }
             Slash::Quit => self.quit = true,
             Slash::New => {
                 let params = CreateSessionParams {
