@@ -35,7 +35,7 @@ use rein_protocol::message::Message;
 use rein_protocol::method::{
     ApprovalRespondParams, BusyBehavior, ClearQueueParams, Empty, HistoryPageParams, PromptParams,
     QueueMessageParams, QueueSelector, RunLimits, SessionRef, SessionState, ShellParams,
-    SubscribeParams, UnsubscribeParams,
+    SubscribeParams,
 };
 use rein_protocol::requests::{self as rq, Method};
 use std::io::IsTerminal;
@@ -97,7 +97,7 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
     // `rein attach` without a session: the most recent one is open, and the picker offers the
     // others of the directory.
     if result.is_ok() && request.target == session::Target::Latest && !created {
-        runtime.offer_sessions(false).await;
+        runtime.offer_sessions().await;
     }
     let result = match result {
         Ok(()) => runtime.event_loop(&mut terminal).await,
@@ -522,70 +522,14 @@ impl Runtime {
                 self.call::<rq::SessionCancel>(SessionRef { session_id }).await;
             }
             Action::Open(id) if id == session_id => {}
-            Action::Open(id) => self.open(&id).await,
-            Action::Slash(command) => self.slash(command).await,
+            Action::Open(id) => crate::interactive::slash::open(self, &id).await,
+            Action::Slash(command) => crate::interactive::slash::run(self, command).await,
         }
     }
 
     /// Makes a call whose result needs no showing; shows its error. True when it worked.
     async fn call<M: Method>(&mut self, params: M::Params) -> bool {
-        match self.client.request::<M>(params).await {
-            Ok(_) => true,
-            Err(error) => {
-                self.app.transcript.notice(format!("error: {error}"), Role::Bad);
-                false
-            }
-        }
-    }
-
-    /// Switches to another session: unsubscribes, opens it and shows its end.
-    async fn open(&mut self, session_id: &str) {
-        let state = match self
-            .client
-            .request::<rq::SessionOpen>(SessionRef { session_id: session_id.to_string() })
-            .await
-        {
-            Ok(state) => state,
-            Err(error) => {
-                self.app.transcript.notice(format!("error: {error}"), Role::Bad);
-                return;
-            }
-        };
-        self.switch(state, false).await;
-    }
-
-    /// Makes `state` the session shown.
-    async fn switch(&mut self, state: SessionState, created: bool) {
-        let old = std::mem::take(&mut self.subscription);
-        let _ = self
-            .client
-            .request::<rq::SessionUnsubscribe>(UnsubscribeParams { subscription: old })
-            .await;
-        if let Some(previous) = self.created.take()
-            && previous != state.session_id
-        {
-            session::discard_if_unanswered(&mut self.client, &previous).await;
-        }
-        if created {
-            self.created = Some(state.session_id.clone());
-        }
-        let now = Instant::now();
-        let history = self.app.editor.history().to_vec();
-        let (theme, view, mode) = (self.app.theme, self.app.view, self.app.mode);
-        let keys = std::mem::take(&mut self.app.keys);
-        self.app = App::new(&state, theme, history, now);
-        self.app.keys = keys;
-        self.app.view = view;
-        self.app.mode = mode;
-        self.stream = state.stream.clone();
-        self.follower = Follower::new(StreamCursor::new(
-            &state.session_id,
-            state.last_seq,
-            state.leaf_id.clone(),
-        ));
-        if let Err(error) = self.start(&state, created).await {
-            self.app.transcript.notice(format!("error: {error}"), Role::Bad);
-        }
+        crate::interactive::slash::call::<Self, M>(self, params).await
     }
 }
 
