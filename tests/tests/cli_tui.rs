@@ -273,6 +273,7 @@ fn a_dropped_connection_follows_on_from_the_last_event_seen() {
     assert!(proxy.forwarded() > before, "the client did not connect again");
     // The daemon replayed what the client missed: the other client's prompt and its answer.
     let screen = term.expect("Answer while cut off.");
+    capture("reconnect", &screen);
     assert!(screen.contains("› question while away"), "{screen}");
     assert!(!screen.contains("fell behind"), "{screen}");
     // And the session goes on from here.
