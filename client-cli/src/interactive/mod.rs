@@ -15,7 +15,6 @@ use crate::client::{Client, ClientError, SessionNotice};
 use crate::commands::exit;
 use crate::commands::session as session_cmd;
 use crate::follow::{Followed, Follower};
-use crate::gap::StreamCursor;
 use crate::render::{RenderOptions, Renderer, ToolOutcome};
 use crate::session::{self, SessionRequest};
 use crate::style::Style;
@@ -24,7 +23,7 @@ use output::Output;
 use rein_protocol::event::SessionEvent;
 use rein_protocol::method::{
     ApprovalRespondParams, BusyBehavior, HistoryPageParams, PromptParams, QueueMessageParams,
-    RunLimits, SessionRef, SessionState, SessionSummary, ShellParams, UnsubscribeParams,
+    RunLimits, SessionRef, SessionState, SessionSummary, ShellParams,
 };
 use rein_protocol::requests::{self as rq, Method};
 use rustyline::error::ReadlineError;
@@ -99,11 +98,7 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
         style,
         renderer: Renderer::new(RenderOptions { style, interactive: true }),
         output,
-        follower: Follower::new(StreamCursor::new(
-            &state.session_id,
-            state.last_seq,
-            state.leaf_id.clone(),
-        )),
+        follower: slash::follower(&state),
         subscription,
         created: created.then(|| state.session_id.clone()),
         quit: false,
@@ -410,29 +405,14 @@ impl Screen for Attach {
 
     async fn switch(&mut self, state: SessionState, created: bool) {
         let old = std::mem::take(&mut self.subscription);
-        let _ = self
-            .client
-            .request::<rq::SessionUnsubscribe>(UnsubscribeParams { subscription: old })
-            .await;
-        if let Some(previous) = self.created.take()
-            && previous != state.session_id
-        {
-            session::discard_if_unanswered(&mut self.client, &previous).await;
-        }
-        if created {
-            self.created = Some(state.session_id.clone());
-        }
+        slash::hand_over(&mut self.client, old, &mut self.created, &state, created).await;
         self.output.chunks(self.renderer.finish());
         self.session_id = state.session_id.clone();
         self.cwd = PathBuf::from(&state.cwd);
         self.running = state.running;
         self.approvals.clear();
         self.renderer = Renderer::new(RenderOptions { style: self.style, interactive: true });
-        self.follower = Follower::new(StreamCursor::new(
-            &state.session_id,
-            state.last_seq,
-            state.leaf_id.clone(),
-        ));
+        self.follower = slash::follower(&state);
         let verb = if created { "new session" } else { "switched to" };
         let text = format!("rein: {verb} {} ({}, {})", state.session_id, state.model, state.cwd);
         self.say(&text, Tone::Notice);

@@ -6,12 +6,14 @@
 use crate::client::{Client, ClientError};
 use crate::commands::checkpoints;
 use crate::commands::session::{self as session_cmd, Report};
+use crate::follow::Follower;
+use crate::gap::StreamCursor;
 use crate::interactive::input::{BusyMode, Slash};
 use crate::render::{ToolOutcome, summarize_arguments};
 use crate::resolve;
 use rein_protocol::method::{
     CreateSessionParams, ForkParams, RenameParams, SessionRef, SessionState, SessionSummary,
-    SetApprovalPolicyParams, SetModelParams, SetThinkingParams,
+    SetApprovalPolicyParams, SetModelParams, SetThinkingParams, UnsubscribeParams,
 };
 use rein_protocol::requests::{self as rq, Method};
 use std::path::PathBuf;
@@ -55,6 +57,32 @@ pub(crate) trait Screen {
     async fn switch(&mut self, state: SessionState, created: bool);
     /// Lets the person choose among `sessions` (`/resume` without an argument).
     async fn choose(&mut self, sessions: Vec<SessionSummary>);
+}
+
+/// A follower of `state`'s events from where its state leaves off.
+pub(crate) fn follower(state: &SessionState) -> Follower {
+    Follower::new(StreamCursor::new(&state.session_id, state.last_seq, state.leaf_id.clone()))
+}
+
+/// The first half of switching to `state`'s session: ends the old `subscription` and removes
+/// the session this client had `created` when nothing was answered in it; `created` then
+/// names the new session when this client just made it (`created_now`).
+pub(crate) async fn hand_over(
+    client: &mut Client,
+    subscription: String,
+    created: &mut Option<String>,
+    state: &SessionState,
+    created_now: bool,
+) {
+    let _ = client.request::<rq::SessionUnsubscribe>(UnsubscribeParams { subscription }).await;
+    if let Some(previous) = created.take()
+        && previous != state.session_id
+    {
+        crate::session::discard_if_unanswered(client, &previous).await;
+    }
+    if created_now {
+        *created = Some(state.session_id.clone());
+    }
 }
 
 /// Shows a command's report or its error.

@@ -25,7 +25,6 @@ pub mod wrap;
 use crate::client::{Client, ClientError};
 use crate::commands::exit;
 use crate::follow::{Followed, Follower};
-use crate::gap::StreamCursor;
 use crate::session::{self, SessionRequest};
 use app::{Action, App, Connection};
 use crossterm::event::{Event, EventStream};
@@ -47,6 +46,8 @@ use theme::{Role, Theme};
 const TICK: Duration = Duration::from_millis(100);
 /// How long to wait between attempts to reach a daemon that went away.
 const RECONNECT_EVERY: Duration = Duration::from_millis(500);
+/// How long one attempt to reach the daemon again may take (connect, handshake, resubscribe).
+const RECONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long leaving waits for the daemon to remove an unanswered session.
 const LEAVE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How many earlier messages are shown on attach.
@@ -80,11 +81,7 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
     app.keys = keys;
     let mut runtime = Runtime {
         socket: socket.to_path_buf(),
-        follower: Follower::new(StreamCursor::new(
-            &state.session_id,
-            state.last_seq,
-            state.leaf_id.clone(),
-        )),
+        follower: crate::interactive::slash::follower(&state),
         subscription: String::new(),
         stream: state.stream.clone(),
         created: created.then(|| state.session_id.clone()),
@@ -338,7 +335,14 @@ impl Runtime {
                 }
                 _ = tick.tick() => {
                     if let Connection::Lost(_) = self.app.connection {
+                        // What happened is on screen before an attempt that may take a while.
+                        if dirty {
+                            let now = Instant::now();
+                            terminal.draw(|frame| view::draw(frame, &self.app, now))?;
+                            last_draw = now;
+                        }
                         self.try_reconnect().await;
+                        dirty = true;
                     }
                     if last_draw.elapsed() >= TICK && (self.app.running || !connected || dirty) {
                         dirty = true;
@@ -377,7 +381,9 @@ impl Runtime {
             return;
         }
         self.last_attempt = Some(Instant::now());
-        match self.reconnect().await {
+        // A daemon that accepts but does not answer must not freeze the screen.
+        let attempt = tokio::time::timeout(RECONNECT_TIMEOUT, self.reconnect()).await;
+        match attempt.unwrap_or(Err(None)) {
             Ok(text) => {
                 self.app.connection = Connection::Up;
                 self.app.transcript.notice(text, Role::Notice);
@@ -427,11 +433,7 @@ impl Runtime {
             self.app.approvals.clear();
             self.app.running = false;
             self.stream = state.stream.clone();
-            self.follower = Follower::new(StreamCursor::new(
-                &state.session_id,
-                state.last_seq,
-                state.leaf_id.clone(),
-            ));
+            self.follower = crate::interactive::slash::follower(&state);
             self.subscribe(&state.session_id, state.last_seq, Some(state.stream.clone()))
                 .await
                 .map_err(|e| Some(e.to_string()))?;

@@ -6,14 +6,10 @@ use super::Runtime;
 use super::app::{App, Picker};
 use super::theme::Role;
 use crate::client::Client;
-use crate::follow::Follower;
-use crate::gap::StreamCursor;
 use crate::interactive::input::BusyMode;
 use crate::interactive::slash::{self, Screen, Tone};
 use crate::render::ToolOutcome;
-use crate::session;
-use rein_protocol::method::{SessionState, SessionSummary, UnsubscribeParams};
-use rein_protocol::requests as rq;
+use rein_protocol::method::{SessionState, SessionSummary};
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -95,18 +91,7 @@ impl Screen for Runtime {
 
     async fn switch(&mut self, state: SessionState, created: bool) {
         let old = std::mem::take(&mut self.subscription);
-        let _ = self
-            .client
-            .request::<rq::SessionUnsubscribe>(UnsubscribeParams { subscription: old })
-            .await;
-        if let Some(previous) = self.created.take()
-            && previous != state.session_id
-        {
-            session::discard_if_unanswered(&mut self.client, &previous).await;
-        }
-        if created {
-            self.created = Some(state.session_id.clone());
-        }
+        slash::hand_over(&mut self.client, old, &mut self.created, &state, created).await;
         let now = Instant::now();
         let history = self.app.editor.history().to_vec();
         let (theme, view, mode) = (self.app.theme, self.app.view, self.app.mode);
@@ -116,11 +101,7 @@ impl Screen for Runtime {
         self.app.view = view;
         self.app.mode = mode;
         self.stream = state.stream.clone();
-        self.follower = Follower::new(StreamCursor::new(
-            &state.session_id,
-            state.last_seq,
-            state.leaf_id.clone(),
-        ));
+        self.follower = slash::follower(&state);
         if let Err(error) = self.start(&state, created).await {
             self.app.transcript.notice(format!("error: {error}"), Role::Bad);
         }
