@@ -453,8 +453,9 @@ pub fn help(keys: &KeyMap) -> String {
 mod tests {
     use super::*;
 
-    fn press(code: KeyCode, modifiers: KeyModifiers) -> KeyEvent {
-        KeyEvent::new(code, modifiers)
+    /// What pressing `code` with `modifiers` does under `keys`.
+    fn does(keys: &KeyMap, code: KeyCode, modifiers: KeyModifiers) -> Option<KeyAction> {
+        keys.action(&KeyEvent::new(code, modifiers))
     }
 
     fn map(text: &str) -> Result<KeyMap, String> {
@@ -479,22 +480,16 @@ mod tests {
     fn terminal_reports_match_the_bindings() {
         let keys = KeyMap::default();
         assert_eq!(
-            keys.action(&press(KeyCode::Char('j'), KeyModifiers::CONTROL)),
+            does(&keys, KeyCode::Char('j'), KeyModifiers::CONTROL),
             Some(KeyAction::Newline)
         );
+        assert_eq!(does(&keys, KeyCode::Enter, KeyModifiers::ALT), Some(KeyAction::Newline));
+        assert_eq!(does(&keys, KeyCode::Enter, KeyModifiers::NONE), Some(KeyAction::Submit));
         assert_eq!(
-            keys.action(&press(KeyCode::Enter, KeyModifiers::ALT)),
-            Some(KeyAction::Newline)
-        );
-        assert_eq!(
-            keys.action(&press(KeyCode::Enter, KeyModifiers::NONE)),
-            Some(KeyAction::Submit)
-        );
-        assert_eq!(
-            keys.action(&press(KeyCode::Char('C'), KeyModifiers::CONTROL | KeyModifiers::SHIFT)),
+            does(&keys, KeyCode::Char('C'), KeyModifiers::CONTROL | KeyModifiers::SHIFT),
             Some(KeyAction::Interrupt)
         );
-        assert_eq!(keys.action(&press(KeyCode::Char('x'), KeyModifiers::NONE)), None);
+        assert_eq!(does(&keys, KeyCode::Char('x'), KeyModifiers::NONE), None);
         assert_eq!(keys.label(KeyAction::Newline), "Alt-Enter, Shift-Enter, Ctrl-J");
     }
 
@@ -502,22 +497,16 @@ mod tests {
     fn tui_toml_replaces_the_keys_of_the_actions_it_names() {
         let keys = map("[keys]\nsubmit = \"ctrl-s\"\nnewline = [\"enter\"]\nhistory-prev = [\"up\", \"ctrl-p\"]\nexpand-tools = []\n")
             .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(does(&keys, KeyCode::Char('s'), KeyModifiers::CONTROL), Some(KeyAction::Submit));
+        assert_eq!(does(&keys, KeyCode::Enter, KeyModifiers::NONE), Some(KeyAction::Newline));
         assert_eq!(
-            keys.action(&press(KeyCode::Char('s'), KeyModifiers::CONTROL)),
-            Some(KeyAction::Submit)
-        );
-        assert_eq!(
-            keys.action(&press(KeyCode::Enter, KeyModifiers::NONE)),
-            Some(KeyAction::Newline)
-        );
-        assert_eq!(
-            keys.action(&press(KeyCode::Char('p'), KeyModifiers::CONTROL)),
+            does(&keys, KeyCode::Char('p'), KeyModifiers::CONTROL),
             Some(KeyAction::HistoryPrev)
         );
-        assert_eq!(keys.action(&press(KeyCode::Char('o'), KeyModifiers::CONTROL)), None);
+        assert_eq!(does(&keys, KeyCode::Char('o'), KeyModifiers::CONTROL), None);
         assert_eq!(keys.label(KeyAction::ExpandTools), "unbound");
         // Untouched actions keep their defaults.
-        assert_eq!(keys.action(&press(KeyCode::Esc, KeyModifiers::NONE)), Some(KeyAction::Cancel));
+        assert_eq!(does(&keys, KeyCode::Esc, KeyModifiers::NONE), Some(KeyAction::Cancel));
         assert_eq!(map("").map(|keys| keys == KeyMap::default()), Ok(true));
     }
 
