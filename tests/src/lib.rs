@@ -7,3 +7,4 @@ pub mod fake_provider;
 pub mod floor;
 pub mod process;
 pub mod small_fs;
+pub mod socket_proxy;

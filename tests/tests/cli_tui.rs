@@ -3,18 +3,30 @@
 //! edit's approval dialog shows its diff in every attached terminal (also one attaching while
 //! it waits), an answer in one terminal closes the dialog in the other and names who answered,
 //! a stray `y` after that is not sent as a prompt, the client reconnects after `kill -9` of
-//! the daemon, and `NO_COLOR`, a non-UTF-8 locale and an 80x24 terminal are respected.
+//! the daemon and after its connection dropped while the daemon lived on (replayed, or filled
+//! from the session when the replay no longer reaches back), keys follow `tui.toml`, and
+//! `NO_COLOR`, a non-UTF-8 locale and an 80x24 terminal are respected.
+//!
+//! Built with `--release`, the tests drive the release binaries (the testkit builds the
+//! profile the tests are built with).
 
 mod cli_support;
 
 use cli_support::{CliEnv, Tmux, banner_id, stop_daemon};
 use rein_testkit::fake_provider::Reply;
+use rein_testkit::socket_proxy::SocketProxy;
 use serde_json::json;
 
 const SIZE: (u16, u16) = (100, 30);
 
 fn slow_text(text: &str) -> Reply {
     Reply { delay_ms: Some(60), chunk_size: Some(40), delta_size: Some(4), ..Reply::text(text) }
+}
+
+/// Leaves with Ctrl-D on an empty input; rein exits 0.
+fn leave(term: &Tmux) {
+    term.press(&["C-d"]);
+    assert_eq!(term.wait(), Some(0));
 }
 
 /// With `REIN_TUI_CAPTURE=DIR`, keeps the screen as `DIR/NAME.txt` (the screens in
@@ -61,8 +73,7 @@ fn text_and_tool_output_stream_as_they_arrive() {
     let partial = term.expect("Streaming");
     assert!(!partial.contains("finale"), "the answer arrived all at once:\n{partial}");
     term.expect("finale.");
-    term.press(&["C-d"]);
-    assert_eq!(term.wait(), Some(0));
+    leave(&term);
 }
 
 #[test]
@@ -120,8 +131,7 @@ fn an_edit_approval_shows_its_diff_everywhere_and_one_answer_closes_it() {
     // The held-back y is still in the first input box; Ctrl-U clears it.
     first.press(&["C-u"]);
     for term in [&first, &second] {
-        term.press(&["C-d"]);
-        assert_eq!(term.wait(), Some(0));
+        leave(term);
     }
 }
 
@@ -145,8 +155,7 @@ fn the_client_reconnects_after_the_daemon_is_killed() {
     term.press(&["Enter"]);
     let screen = term.expect("After the crash.");
     assert!(screen.contains("Before the crash."), "{screen}");
-    term.press(&["C-d"]);
-    assert_eq!(term.wait(), Some(0));
+    leave(&term);
     stop_daemon(&env);
 }
 
@@ -173,8 +182,7 @@ fn markdown_and_tables_fit_an_80x24_terminal_without_colour() {
     assert!((0..8).all(|colour| !coloured.contains(&format!("\u{1b}[3{colour}m"))), "{coloured}");
     assert!(!coloured.contains("\u{1b}[38;5;"), "{coloured}");
     capture("markdown-80x24", &screen);
-    term.press(&["C-d"]);
-    assert_eq!(term.wait(), Some(0));
+    leave(&term);
 }
 
 #[test]
@@ -193,8 +201,7 @@ fn a_non_utf8_terminal_gets_ascii() {
     let screen = term.expect("Done ? with a dash.");
     assert!(screen.contains("+ bash echo plain"), "{screen}");
     assert!(screen.is_ascii(), "{screen}");
-    term.press(&["C-d"]);
-    assert_eq!(term.wait(), Some(0));
+    leave(&term);
 }
 
 #[test]
@@ -220,6 +227,127 @@ fn attach_without_a_session_offers_the_others_and_skips_empty_ones() {
     term.press(&["Down", "Enter"]);
     let screen = term.expect("Older answer.");
     assert!(screen.contains("› the older question"), "{screen}");
-    term.press(&["C-d"]);
-    assert_eq!(term.wait(), Some(0));
+    leave(&term);
+}
+
+/// A client behind a proxy in front of the daemon's socket (so its connection can be cut),
+/// after a first question was answered with "First answer."; returns the session id too.
+fn answered_behind_a_proxy(env: &CliEnv) -> (Tmux, SocketProxy, tempfile::TempDir, String) {
+    let dir = tempfile::Builder::new()
+        .prefix("rein-proxy-")
+        .tempdir()
+        .unwrap_or_else(|e| panic!("cannot create a temp dir: {e}"));
+    let proxy = SocketProxy::start(&dir.path().join("proxy.sock"), env.daemon.socket());
+    let socket = cli_support::path_str(proxy.path());
+    let term = Tmux::spawn(env, &["--approve", "yolo"], SIZE, &[("REIN_SOCKET", &socket)]);
+    let id = banner_id(&term.expect("/help for commands"));
+    term.type_text("first question");
+    term.press(&["Enter"]);
+    term.expect("First answer.");
+    (term, proxy, dir, id)
+}
+
+/// Cuts the client's connection, has `rein run` prompt the session directly while the
+/// client is away, and lets the client back in; returns the screen once it says so.
+fn away_while(env: &CliEnv, term: &Tmux, proxy: &SocketProxy, id: &str, reconnected: &str) {
+    proxy.cut();
+    term.expect("lost the daemon");
+    let away = env.run(&["run", "--approve", "yolo", "--session", id, "question while away"]);
+    cli_support::assert_exit(&away, 0);
+    proxy.restore();
+    term.expect(reconnected);
+}
+
+#[test]
+fn a_dropped_connection_follows_on_from_the_last_event_seen() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = CliEnv::start(vec![
+        Reply::text("First answer."),
+        Reply::text("Answer while cut off."),
+        Reply::text("Third answer."),
+    ]);
+    let (term, proxy, _dir, id) = answered_behind_a_proxy(&env);
+    let before = proxy.forwarded();
+    away_while(&env, &term, &proxy, &id, "following on from where this client left off");
+    assert!(proxy.forwarded() > before, "the client did not connect again");
+    // The daemon replayed what the client missed: the other client's prompt and its answer.
+    let screen = term.expect("Answer while cut off.");
+    capture("reconnect", &screen);
+    assert!(screen.contains("› question while away"), "{screen}");
+    assert!(!screen.contains("fell behind"), "{screen}");
+    // And the session goes on from here.
+    term.type_text("third question");
+    term.press(&["Enter"]);
+    let screen = term.expect("Third answer.");
+    assert!(screen.contains("First answer."), "{screen}");
+    leave(&term);
+    assert_eq!(env.requests().len(), 3);
+}
+
+#[test]
+fn a_long_disconnection_is_filled_from_the_session_when_the_replay_no_longer_reaches() {
+    if !Tmux::available() {
+        return;
+    }
+    let long = "The answer given while the terminal was away goes on for many small deltas. ";
+    let mut env = CliEnv::configured(vec![
+        Reply::text("First answer."),
+        Reply { delta_size: Some(3), ..Reply::text(long.repeat(4)) },
+    ]);
+    // A replay window of 32 events: room for a short answer followed live, not for the
+    // missed run of about a hundred deltas.
+    let config = env.daemon.home().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[sessions]\nreplay_buffer = 32\n");
+    std::fs::write(&config, text).unwrap();
+    env.daemon.spawn();
+    let (term, proxy, _dir, id) = answered_behind_a_proxy(&env);
+    proxy.cut();
+    term.expect("lost the daemon");
+    // Prompted by a call that does not follow the run (so nothing else can fall behind).
+    env.rpc_ok("session/prompt", json!({"session_id": id, "text": "question while away"}));
+    let deadline = std::time::Instant::now() + cli_support::EXPECT_TIMEOUT;
+    while env.messages(&id).len() < 4 {
+        assert!(std::time::Instant::now() < deadline, "the run while away did not end");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    proxy.restore();
+    term.expect("following on from where this client left off");
+    // The daemon said the events are gone; the client shows what the session recorded.
+    let screen = term.expect("entries recovered from the session");
+    assert!(screen.contains("fell behind the event stream"), "{screen}");
+    let screen = term.expect("> question while away");
+    assert!(screen.contains("many small deltas"), "{screen}");
+    leave(&term);
+}
+
+#[test]
+fn keys_follow_tui_toml_and_a_mistake_there_is_named() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = CliEnv::start(vec![Reply::text("Two lines received.")]);
+    let keys = env.daemon.home().join("tui.toml");
+    std::fs::write(&keys, "[keys]\nsubmit = \"ctrl-s\"\nnewline = \"enter\"\n").unwrap();
+    let term = Tmux::spawn(&env, &["--approve", "yolo"], SIZE, &[]);
+    let screen = term.expect("/help for commands");
+    assert!(screen.contains("Ctrl-S sends · Enter new line"), "{screen}");
+    term.type_text("first line");
+    term.press(&["Enter"]);
+    term.type_text("second line");
+    term.press(&["C-s"]);
+    term.expect("Two lines received.");
+    let id = banner_id(&term.screen());
+    let users: Vec<_> = env.messages(&id).into_iter().filter(|m| m["role"] == "user").collect();
+    assert_eq!(users.len(), 1, "{users:?}");
+    assert_eq!(users[0]["content"][0]["text"], "first line\nsecond line");
+    leave(&term);
+
+    // A mistake stops rein before it takes the screen (a pseudo-terminal keeps all it wrote).
+    std::fs::write(&keys, "[keys]\ncancle = \"esc\"\n").unwrap();
+    let mut pty = cli_support::Pty::spawn(&env, &["--approve", "yolo"]);
+    pty.expect("tui.toml: [keys] unknown action `cancle` (the actions are: submit,");
+    assert_eq!(pty.wait(), Some(2));
 }

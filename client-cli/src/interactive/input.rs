@@ -106,8 +106,9 @@ pub enum Slash {
     Diff(Option<u32>),
     /// `/new`: a new session in the same directory.
     New,
-    /// `/resume`: pick an earlier session of the directory.
-    Resume,
+    /// `/resume [N|SESSION]`: pick an earlier session of the directory (the full-screen
+    /// client opens a picker, line mode lists them), or open the N-th listed or the one named.
+    Resume(Option<String>),
     /// `/fork`: continue in a copy of the session.
     Fork,
     /// `/rename NAME`: name the session.
@@ -142,7 +143,7 @@ Ctrl-C cancels the run; on an idle prompt press it twice (or Ctrl-D) to leave.
   /undo [TURN] [--force]      put the files back as they were before the last (or a) turn
   /diff [TURN]                the file changes of the latest run (or of one turn)
   /new                        start a new session in this directory
-  /resume                     pick an earlier session of this directory
+  /resume [N|SESSION]         pick an earlier session of this directory (or open it)
   /fork                       continue in a copy of this session
   /rename NAME                name this session
   /approve [ask|auto-edit|yolo]  show or change the approval policy
@@ -265,7 +266,11 @@ fn parse_slash(command: &str) -> Result<Slash, String> {
             _ => Err("usage: /diff [TURN]".into()),
         },
         "new" => Ok(Slash::New),
-        "resume" => Ok(Slash::Resume),
+        "resume" => match words.as_slice() {
+            [] => Ok(Slash::Resume(None)),
+            [which] => Ok(Slash::Resume(Some(which.to_string()))),
+            _ => Err("usage: /resume [N|SESSION]".into()),
+        },
         "fork" => Ok(Slash::Fork),
         "rename" if !rest.is_empty() => Ok(Slash::Rename(rest.to_string())),
         "rename" => Err("usage: /rename NAME".into()),
@@ -351,7 +356,8 @@ mod tests {
         assert_eq!(slash("/rename parser work"), Slash::Rename("parser work".into()));
         assert_eq!(slash("/approve auto-edit"), Slash::Approve(Some(ApprovalPolicy::AutoEdit)));
         assert_eq!(slash("/approve"), Slash::Approve(None));
-        assert_eq!(slash("/resume"), Slash::Resume);
+        assert_eq!(slash("/resume"), Slash::Resume(None));
+        assert_eq!(slash("/resume 2"), Slash::Resume(Some("2".into())));
         assert_eq!(slash("/fork"), Slash::Fork);
         assert_eq!(slash("/new"), Slash::New);
         assert_eq!(slash("/status"), Slash::Status);

@@ -9,26 +9,27 @@
 
 pub mod input;
 mod output;
+pub(crate) mod slash;
 
 use crate::client::{Client, ClientError, SessionNotice};
-use crate::commands::session::{self as session_cmd, Report};
-use crate::commands::{checkpoints, exit};
+use crate::commands::exit;
+use crate::commands::session as session_cmd;
 use crate::follow::{Followed, Follower};
-use crate::gap::StreamCursor;
-use crate::render::{RenderOptions, Renderer, ToolOutcome, summarize_arguments};
+use crate::render::{RenderOptions, Renderer, ToolOutcome};
 use crate::session::{self, SessionRequest};
 use crate::style::Style;
-use input::{BusyMode, HELP, Line, Slash};
+use input::{BusyMode, Line};
 use output::Output;
 use rein_protocol::event::SessionEvent;
 use rein_protocol::method::{
     ApprovalRespondParams, BusyBehavior, HistoryPageParams, PromptParams, QueueMessageParams,
-    RenameParams, RunLimits, SessionRef, SessionState, SetApprovalPolicyParams, SetModelParams,
-    SetThinkingParams, ShellParams,
+    RunLimits, SessionRef, SessionState, SessionSummary, ShellParams,
 };
 use rein_protocol::requests::{self as rq, Method};
 use rustyline::error::ReadlineError;
+use slash::{Screen, Tone};
 use std::collections::VecDeque;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use tokio::sync::mpsc;
 
@@ -59,7 +60,7 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
     {
         eprintln!("{note}");
     }
-    client.subscribe(&state.session_id, state.last_seq).await?;
+    let subscription = client.subscribe(&state.session_id, state.last_seq).await?;
 
     let mut editor = match rustyline::DefaultEditor::new() {
         Ok(editor) => editor,
@@ -94,20 +95,20 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
         approvals: VecDeque::new(),
         mode: BusyMode::default(),
         idle_interrupt: false,
+        style,
         renderer: Renderer::new(RenderOptions { style, interactive: true }),
         output,
-        follower: Follower::new(StreamCursor::new(
-            &state.session_id,
-            state.last_seq,
-            state.leaf_id.clone(),
-        )),
+        follower: slash::follower(&state),
+        subscription,
+        created: created.then(|| state.session_id.clone()),
+        quit: false,
     };
     let code = attach.event_loop(input_rx, &next_tx).await;
     let _ = next_tx.send(Next::Stop);
     drop(next_tx);
     let _ = editor_thread.join();
-    if created {
-        session::discard_if_unanswered(&mut attach.client, &attach.session_id).await;
+    if let Some(id) = attach.created.take() {
+        session::discard_if_unanswered(&mut attach.client, &id).await;
     }
     code
 }
@@ -191,10 +192,17 @@ struct Attach {
     approvals: VecDeque<String>,
     mode: BusyMode,
     idle_interrupt: bool,
+    style: Style,
     renderer: Renderer,
     output: Output,
     /// Follows the session's events, filling gaps.
     follower: Follower,
+    /// The session subscription; items of an earlier one (before `/new`...) are ignored.
+    subscription: String,
+    /// A session this client created, removed on leaving when nothing was answered in it.
+    created: Option<String>,
+    /// `/quit` was typed.
+    quit: bool,
 }
 
 impl Attach {
@@ -215,7 +223,10 @@ impl Attach {
                     }
                 }
                 notice = self.client.next_session_item() => match notice {
-                    Ok(notice) => self.handle_item(notice).await,
+                    Ok(notice) if notice.subscription == self.subscription => {
+                        self.handle_item(notice).await
+                    }
+                    Ok(_) => {}
                     Err(error) => {
                         self.output.print(&format!("rein: {error}; press Enter to leave\n"));
                         let _ = input.recv().await;
@@ -293,7 +304,10 @@ impl Attach {
                 self.call_quietly::<rq::SessionShell>(params).await;
                 Next::ReadAnother
             }
-            Ok(Line::Slash(slash)) => self.slash(slash).await,
+            Ok(Line::Slash(slash)) => {
+                slash::run(self, slash).await;
+                if self.quit { Next::Stop } else { Next::ReadAnother }
+            }
             Err(usage) => {
                 self.output.print(&format!("{usage}\n"));
                 Next::ReadAnother
@@ -347,196 +361,71 @@ impl Attach {
 
     /// Makes a call whose result needs no printing; prints its error. True when it worked.
     async fn call_quietly<M: Method>(&mut self, params: M::Params) -> bool {
-        match self.client.request::<M>(params).await {
-            Ok(_) => true,
-            Err(error) => {
-                self.output.print(&format!("error: {error}\n"));
-                false
-            }
-        }
-    }
-
-    fn show(&mut self, report: Result<Report, ClientError>) {
-        match report {
-            Ok(report) => self.output.print(&report.text),
-            Err(error) => self.output.print(&format!("error: {error}\n")),
-        }
-    }
-
-    async fn slash(&mut self, slash: Slash) -> Next {
-        let session = self.session_id.clone();
-        if matches!(slash, Slash::Compact(_)) {
-            self.output.print("compacting…\n");
-        }
-        let cwd = self.cwd.clone();
-        if let Some(report) =
-            session_cmd::slash_report(&mut self.client, &session, &cwd, &slash).await
-        {
-            self.show(report);
-            return Next::ReadAnother;
-        }
-        match slash {
-            // Answered by `slash_report` above.
-            Slash::Model(None)
-            | Slash::Compact(_)
-            | Slash::Branch { .. }
-            | Slash::Tree
-            | Slash::Label { .. }
-            | Slash::Sessions
-            | Slash::Trust { .. } => {}
-            Slash::Help => self.output.print(&format!("{HELP}\n")),
-            Slash::Quit => return Next::Stop,
-            Slash::Model(Some(model)) => {
-                let params = SetModelParams { session_id: session, model };
-                self.call_quietly::<rq::SessionSetModel>(params).await;
-            }
-            Slash::Thinking(level) => {
-                let params = SetThinkingParams { session_id: session, level };
-                self.call_quietly::<rq::SessionSetThinking>(params).await;
-            }
-            Slash::Export { format, file } => {
-                let report = session_cmd::export(&mut self.client, &session, format).await;
-                match (report, file) {
-                    (Ok(report), Some(file)) => match std::fs::write(&file, &report.text) {
-                        Ok(()) => self.output.print(&format!("exported to {}\n", file.display())),
-                        Err(error) => self
-                            .output
-                            .print(&format!("error: cannot write {}: {error}\n", file.display())),
-                    },
-                    (report, None) => self.show(report),
-                    (Err(error), Some(_)) => self.output.print(&format!("error: {error}\n")),
-                }
-            }
-            Slash::Mode(Some(mode)) => {
-                self.mode = mode;
-                self.output.print(&format!("text typed during a run: {}\n", mode.as_str()));
-            }
-            Slash::Mode(None) => {
-                let text = format!("text typed during a run: {}\n", self.mode.as_str());
-                self.output.print(&text);
-            }
-            Slash::Last => {
-                let text = expand(self.renderer.tool_outcomes(), None);
-                self.output.print(&text);
-            }
-            Slash::Expand(n) => {
-                let text = expand(self.renderer.tool_outcomes(), Some(n));
-                self.output.print(&text);
-            }
-            Slash::Cancel => {
-                let report = session_cmd::cancel(&mut self.client, &session).await;
-                self.show(report);
-            }
-            Slash::Undo { turn, force } => {
-                let cwd = self.cwd.clone();
-                let client = &mut self.client;
-                let report = checkpoints::undo(client, Some(&session), &cwd, turn, force).await;
-                self.show(report);
-            }
-            Slash::Rename(name) => {
-                let params = RenameParams { session_id: session, name };
-                self.call_quietly::<rq::SessionRename>(params).await;
-            }
-            Slash::Approve(Some(policy)) => {
-                let params = SetApprovalPolicyParams { session_id: session, policy };
-                self.call_quietly::<rq::SessionSetApprovalPolicy>(params).await;
-            }
-            Slash::Approve(None) | Slash::Status => {
-                let session = SessionRef { session_id: session };
-                match self.client.request::<rq::SessionState>(session).await {
-                    Ok(state) => self.output.print(&format!("{}\n", status_text(&state))),
-                    Err(error) => self.output.print(&format!("error: {error}\n")),
-                }
-            }
-            Slash::New | Slash::Resume | Slash::Fork | Slash::Clear => {
-                self.output.print("that command needs the full-screen client (a terminal)\n");
-            }
-            Slash::Diff(turn) => {
-                let cwd = self.cwd.clone();
-                let report =
-                    checkpoints::diff(&mut self.client, Some(&session), &cwd, turn, None).await;
-                self.show(report);
-            }
-        }
-        Next::ReadAnother
+        slash::call::<Self, M>(self, params).await
     }
 }
 
-/// What `/status` says about a session: where it is, its model and policy, how full its
-/// context is, what it used and cost, and what is queued.
-pub fn status_text(state: &SessionState) -> String {
-    let percent = match state.context_window {
-        0 => 0,
-        window => state.context_tokens.saturating_mul(100) / window,
-    };
-    let mut text = format!(
-        "session {}{}\n  directory {}\n  model {} (thinking {})\n  approval policy {}\n  context {} of {} tokens ({percent}%)\n  used {} tokens, ${:.4}\n  queue {} steering, {} follow-up\n  {}",
-        state.session_id,
-        state.name.as_deref().map(|name| format!(" \"{name}\"")).unwrap_or_default(),
-        state.cwd,
-        state.model,
-        state.thinking_level.as_str(),
-        state.approval_policy.as_str(),
-        state.context_tokens,
-        state.context_window,
-        state.usage.total_tokens,
-        state.usage.cost.total,
-        state.queues.steering.len(),
-        state.queues.follow_up.len(),
-        if state.running { "a run is active" } else { "idle" },
-    );
-    if !state.trusted {
-        text.push_str("\n  project not trusted (/trust reads its AGENTS.md and settings)");
+impl Screen for Attach {
+    fn client(&mut self) -> &mut Client {
+        &mut self.client
     }
-    text
-}
 
-/// The full output of the `n`-th (1-based) tool call, or of the last one.
-fn expand(outcomes: &[ToolOutcome], n: Option<usize>) -> String {
-    let index = match n {
-        Some(n) => n.checked_sub(1),
-        None => outcomes.len().checked_sub(1),
-    };
-    let Some(outcome) = index.and_then(|index| outcomes.get(index)) else {
-        return format!("no such tool call ({} so far)\n", outcomes.len());
-    };
-    let status = if outcome.is_error { "failed" } else { "ok" };
-    let mut text = format!(
-        "{} {} ({status}):\n{}",
-        outcome.tool_name,
-        summarize_arguments(&outcome.tool_name, &outcome.arguments),
-        outcome.output
-    );
-    if !text.ends_with('\n') {
-        text.push('\n');
+    fn session_id(&self) -> String {
+        self.session_id.clone()
     }
-    text
-}
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
+    fn cwd(&self) -> PathBuf {
+        self.cwd.clone()
+    }
 
-    #[test]
-    fn expand_shows_the_full_output_of_a_tool_call() {
-        let outcomes = vec![
-            ToolOutcome {
-                tool_name: "bash".into(),
-                arguments: json!({"command": "ls"}),
-                output: "a\nb".into(),
-                is_error: false,
-            },
-            ToolOutcome {
-                tool_name: "read".into(),
-                arguments: json!({"path": "x"}),
-                output: "nope\n".into(),
-                is_error: true,
-            },
-        ];
-        assert_eq!(expand(&outcomes, Some(1)), "bash ls (ok):\na\nb\n");
-        assert_eq!(expand(&outcomes, None), "read x (failed):\nnope\n");
-        assert!(expand(&outcomes, Some(3)).starts_with("no such tool call (2 so far)"));
-        assert!(expand(&[], None).starts_with("no such tool call"));
+    fn say(&mut self, text: &str, _tone: Tone) {
+        self.output.print(&format!("{text}\n"));
+    }
+
+    fn mode(&mut self) -> &mut BusyMode {
+        &mut self.mode
+    }
+
+    fn tool_outcomes(&self) -> Vec<ToolOutcome> {
+        self.renderer.tool_outcomes().to_vec()
+    }
+
+    fn quit(&mut self) {
+        self.quit = true;
+    }
+
+    fn clear(&mut self) {
+        if std::io::stdout().is_terminal() {
+            // Erase the screen and the scrollback, cursor home.
+            self.output.print("\u{1b}[H\u{1b}[2J\u{1b}[3J");
+        } else {
+            self.say("(standard output is not a terminal: nothing to clear)", Tone::Notice);
+        }
+    }
+
+    async fn switch(&mut self, state: SessionState, created: bool) {
+        let old = std::mem::take(&mut self.subscription);
+        slash::hand_over(&mut self.client, old, &mut self.created, &state, created).await;
+        self.output.chunks(self.renderer.finish());
+        self.session_id = state.session_id.clone();
+        self.cwd = PathBuf::from(&state.cwd);
+        self.running = state.running;
+        self.approvals.clear();
+        self.renderer = Renderer::new(RenderOptions { style: self.style, interactive: true });
+        self.follower = slash::follower(&state);
+        let verb = if created { "new session" } else { "switched to" };
+        let text = format!("rein: {verb} {} ({}, {})", state.session_id, state.model, state.cwd);
+        self.say(&text, Tone::Notice);
+        if !created {
+            show_recent(&mut self.client, &state.session_id, &mut self.output).await;
+        }
+        match self.client.subscribe(&state.session_id, state.last_seq).await {
+            Ok(subscription) => self.subscription = subscription,
+            Err(error) => self.say(&format!("error: {error}"), Tone::Bad),
+        }
+    }
+
+    async fn choose(&mut self, sessions: Vec<SessionSummary>) {
+        self.say(&slash::session_list(&sessions), Tone::Plain);
     }
 }

@@ -5,6 +5,7 @@
 //! so everything here is testable without a terminal or a daemon.
 
 use super::editor::Editor;
+use super::keys::{KeyAction, KeyMap};
 use super::theme::{Role, Theme};
 use super::transcript::{Ended, Transcript, ViewOptions};
 use crate::interactive::input::{self, BusyMode, Line as Typed, Slash};
@@ -213,6 +214,8 @@ pub struct App {
     held_back: Option<String>,
     /// Renders the events the transcript shows as plain notices.
     notices: Renderer,
+    /// Which key does what.
+    pub keys: KeyMap,
 }
 
 impl App {
@@ -254,6 +257,7 @@ impl App {
             answered_at: None,
             held_back: None,
             notices: Renderer::new(RenderOptions { style: AnsiStyle::plain(), interactive: true }),
+            keys: KeyMap::default(),
         };
         app.refresh(state, now);
         app
@@ -533,59 +537,59 @@ impl App {
         }
     }
 
-    /// Takes in a key press.
+    /// Takes in a key press: the key map says what a bound key does; other keys edit the
+    /// input (or answer an open approval dialog).
     pub fn key(&mut self, key: KeyEvent, now: Instant) -> Vec<Action> {
         if key.kind == KeyEventKind::Release {
             return Vec::new();
         }
-        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-        let alt = key.modifiers.contains(KeyModifiers::ALT);
-        if ctrl && key.code == KeyCode::Char('c') {
+        let bound = self.keys.action(&key);
+        if bound == Some(KeyAction::Interrupt) {
             return self.interrupt();
         }
-        if key.code != KeyCode::Char('c') || !ctrl {
-            if self.confirm.is_some() && key.code == KeyCode::Esc {
-                self.confirm = None;
-                self.hint = None;
-                return Vec::new();
-            }
-            if self.confirm == Some(Confirm::Quit) {
-                self.confirm = None;
-                self.hint = None;
-            }
+        if self.confirm.is_some() && bound == Some(KeyAction::Cancel) {
+            self.confirm = None;
+            self.hint = None;
+            return Vec::new();
         }
-        match key.code {
-            KeyCode::PageUp => {
+        if self.confirm == Some(Confirm::Quit) {
+            self.confirm = None;
+            self.hint = None;
+        }
+        match bound {
+            Some(KeyAction::ScrollUp) => {
                 self.scroll = self.scroll.saturating_add(10);
                 return Vec::new();
             }
-            KeyCode::PageDown => {
+            Some(KeyAction::ScrollDown) => {
                 self.scroll = self.scroll.saturating_sub(10);
                 return Vec::new();
             }
-            KeyCode::Char('o') if ctrl => {
+            Some(KeyAction::ExpandTools) => {
                 self.view.expand_tools = !self.view.expand_tools;
                 return Vec::new();
             }
-            KeyCode::Char('t') if ctrl => {
+            Some(KeyAction::ShowThinking) => {
                 self.view.show_thinking = !self.view.show_thinking;
                 return Vec::new();
             }
             _ => {}
         }
         if let Some(picker) = self.picker.as_mut() {
-            match key.code {
-                KeyCode::Up => picker.selected = picker.selected.saturating_sub(1),
-                KeyCode::Down => {
+            match (bound, key.code) {
+                (Some(KeyAction::HistoryPrev), _) | (_, KeyCode::Up) => {
+                    picker.selected = picker.selected.saturating_sub(1)
+                }
+                (Some(KeyAction::HistoryNext), _) | (_, KeyCode::Down) => {
                     picker.selected =
                         (picker.selected + 1).min(picker.sessions.len().saturating_sub(1))
                 }
-                KeyCode::Enter => {
+                (Some(KeyAction::Submit), _) => {
                     let chosen = picker.sessions.get(picker.selected).map(|s| s.session_id.clone());
                     self.picker = None;
                     return chosen.map(Action::Open).into_iter().collect();
                 }
-                KeyCode::Esc => self.picker = None,
+                (Some(KeyAction::Cancel), _) => self.picker = None,
                 _ => {}
             }
             return Vec::new();
@@ -598,22 +602,47 @@ impl App {
             let answer = |decision| {
                 vec![Action::Answer { request_id: request_id.clone(), decision, reason: None }]
             };
-            return match key.code {
-                KeyCode::Char('y') | KeyCode::Char('Y') => answer(ApprovalDecision::AllowOnce),
-                KeyCode::Char('a') | KeyCode::Char('A') => answer(ApprovalDecision::AllowSession),
-                KeyCode::Char('n') | KeyCode::Char('N') => answer(ApprovalDecision::Deny),
-                KeyCode::Char('r') | KeyCode::Char('R') => {
+            return match (bound, key.code) {
+                (_, KeyCode::Char('y') | KeyCode::Char('Y')) => answer(ApprovalDecision::AllowOnce),
+                (_, KeyCode::Char('a') | KeyCode::Char('A')) => {
+                    answer(ApprovalDecision::AllowSession)
+                }
+                (_, KeyCode::Char('n') | KeyCode::Char('N')) => answer(ApprovalDecision::Deny),
+                (_, KeyCode::Char('r') | KeyCode::Char('R')) => {
                     self.reason_for = Some(request_id);
-                    self.hint =
-                        Some("type why it is denied, then Enter (Esc: back to the dialog)".into());
+                    let back = self.keys.first(KeyAction::Cancel);
+                    self.hint = Some(format!(
+                        "type why it is denied, then {} ({back}: back to the dialog)",
+                        self.keys.first(KeyAction::Submit)
+                    ));
                     Vec::new()
                 }
-                KeyCode::Esc if self.running => vec![Action::Cancel],
+                (Some(KeyAction::Cancel), _) if self.running => vec![Action::Cancel],
                 _ => Vec::new(),
             };
         }
+        if let Some(action) = bound {
+            return self.bound_key(action, now);
+        }
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
         match key.code {
-            KeyCode::Esc => {
+            KeyCode::Backspace => self.editor.backspace(),
+            KeyCode::Delete => self.editor.delete(),
+            KeyCode::Left => self.editor.left(),
+            KeyCode::Right => self.editor.right(),
+            KeyCode::Char(c) if !ctrl => {
+                self.editor.insert(c.encode_utf8(&mut [0; 4]));
+                self.hint = None;
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// What a bound key does in the input box.
+    fn bound_key(&mut self, action: KeyAction, now: Instant) -> Vec<Action> {
+        match action {
+            KeyAction::Cancel => {
                 if self.reason_for.take().is_some() {
                     self.editor.clear();
                     self.hint = None;
@@ -623,90 +652,30 @@ impl App {
                     return vec![Action::Cancel];
                 }
                 self.hint = None;
-                Vec::new()
             }
-            KeyCode::Char('d') if ctrl => {
-                if self.editor.is_empty() {
-                    vec![Action::Quit]
-                } else {
-                    self.editor.delete();
-                    Vec::new()
-                }
-            }
-            KeyCode::Enter if alt || key.modifiers.contains(KeyModifiers::SHIFT) => {
-                self.editor.insert("\n");
-                Vec::new()
-            }
-            KeyCode::Char('j') if ctrl => {
-                self.editor.insert("\n");
-                Vec::new()
-            }
-            KeyCode::Enter => self.submit(now),
-            KeyCode::Tab => {
+            KeyAction::Leave if self.editor.is_empty() => return vec![Action::Quit],
+            KeyAction::Leave => self.editor.delete(),
+            KeyAction::Newline => self.editor.insert("\n"),
+            KeyAction::Submit => return self.submit(now),
+            KeyAction::Complete => {
                 let cwd = self.session.cwd.clone();
                 let candidates = self.editor.complete(&cwd);
                 self.hint = (!candidates.is_empty()).then(|| candidates.join("  "));
-                Vec::new()
             }
-            KeyCode::Backspace if ctrl || alt => {
-                self.editor.delete_word();
-                Vec::new()
-            }
-            KeyCode::Backspace => {
-                self.editor.backspace();
-                Vec::new()
-            }
-            KeyCode::Delete => {
-                self.editor.delete();
-                Vec::new()
-            }
-            KeyCode::Left => {
-                self.editor.left();
-                Vec::new()
-            }
-            KeyCode::Right => {
-                self.editor.right();
-                Vec::new()
-            }
-            KeyCode::Home => {
-                self.editor.home();
-                Vec::new()
-            }
-            KeyCode::End => {
-                self.editor.end();
-                Vec::new()
-            }
-            KeyCode::Up => {
-                self.editor.up();
-                Vec::new()
-            }
-            KeyCode::Down => {
-                self.editor.down();
-                Vec::new()
-            }
-            KeyCode::Char('a') if ctrl => {
-                self.editor.home();
-                Vec::new()
-            }
-            KeyCode::Char('e') if ctrl => {
-                self.editor.end();
-                Vec::new()
-            }
-            KeyCode::Char('u') if ctrl => {
-                self.editor.clear();
-                Vec::new()
-            }
-            KeyCode::Char('w') if ctrl => {
-                self.editor.delete_word();
-                Vec::new()
-            }
-            KeyCode::Char(c) if !ctrl => {
-                self.editor.insert(c.encode_utf8(&mut [0; 4]));
-                self.hint = None;
-                Vec::new()
-            }
-            _ => Vec::new(),
+            KeyAction::DeleteWord => self.editor.delete_word(),
+            KeyAction::ClearInput => self.editor.clear(),
+            KeyAction::LineStart => self.editor.home(),
+            KeyAction::LineEnd => self.editor.end(),
+            KeyAction::HistoryPrev => self.editor.up(),
+            KeyAction::HistoryNext => self.editor.down(),
+            // Handled before the input box sees the key.
+            KeyAction::Interrupt
+            | KeyAction::ExpandTools
+            | KeyAction::ShowThinking
+            | KeyAction::ScrollUp
+            | KeyAction::ScrollDown => {}
         }
+        Vec::new()
     }
 
     /// Pasted text goes into the input box as is (newlines included).
@@ -899,5 +868,27 @@ mod tests {
         let narrow = app.status_text(now + Duration::from_millis(3200), 50);
         assert!(unicode_width::UnicodeWidthStr::width(narrow.as_str()) < 50, "{narrow}");
         assert!(narrow.contains("queue 1 steer"), "{narrow}");
+    }
+
+    #[test]
+    fn configured_keys_change_what_a_key_does() {
+        let mut app = app();
+        app.running = false;
+        let toml = "[keys]\nsubmit = \"ctrl-s\"\nnewline = \"enter\"\ncancel = \"ctrl-g\"\n";
+        app.keys = KeyMap::from_toml(toml, std::path::Path::new("tui.toml"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        for c in "one".chars() {
+            press(&mut app, KeyCode::Char(c), KeyModifiers::NONE);
+        }
+        assert!(press(&mut app, KeyCode::Enter, KeyModifiers::NONE).is_empty());
+        press(&mut app, KeyCode::Char('2'), KeyModifiers::NONE);
+        assert_eq!(
+            press(&mut app, KeyCode::Char('s'), KeyModifiers::CONTROL),
+            [Action::Send { text: "one\n2".into(), images: Vec::new(), follow_up: false }]
+        );
+        // Esc no longer cancels; the configured key does.
+        app.running = true;
+        assert!(press(&mut app, KeyCode::Esc, KeyModifiers::NONE).is_empty());
+        assert_eq!(press(&mut app, KeyCode::Char('g'), KeyModifiers::CONTROL), [Action::Cancel]);
     }
 }

@@ -1,262 +1,165 @@
-//! A light syntax highlighter for fenced code blocks: keywords, string literals, numbers and
-//! comments of the common languages, line by line. It is deliberately small (no grammar
-//! files, no regex engine), since a chat transcript only needs code to be easier to scan.
+//! Syntax highlighting of fenced code blocks with `syntect`'s bundled Sublime grammars (the
+//! pure-Rust regex engine, no C library).
+//!
+//! The grammars say what each piece of code is (a scope such as `keyword.control` or
+//! `string.quoted`); the client paints those kinds with its own [`Role`]s rather than with a
+//! syntect colour theme, so highlighted code uses the 16 ANSI colours every terminal has, and
+//! none at all under `NO_COLOR`.
 
 use super::theme::{Role, Theme};
 use ratatui::text::Span;
+use std::sync::OnceLock;
+use syntect::easy::ScopeRangeIterator;
+use syntect::parsing::{ParseState, Scope, ScopeStack, SyntaxReference, SyntaxSet};
 
-/// What a language's source looks like to the highlighter.
-#[derive(Debug, Clone, Copy)]
-struct Language {
-    keywords: &'static [&'static str],
-    /// Starts a comment that runs to the end of the line.
-    line_comment: &'static [&'static str],
+/// The bundled grammars, loaded on the first code block (a few milliseconds).
+fn syntaxes() -> &'static SyntaxSet {
+    static SET: OnceLock<SyntaxSet> = OnceLock::new();
+    SET.get_or_init(SyntaxSet::load_defaults_newlines)
 }
 
-const RUST: &[&str] = &[
-    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern",
-    "false", "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub",
-    "ref", "return", "self", "Self", "static", "struct", "super", "trait", "true", "type",
-    "unsafe", "use", "where", "while", "Some", "None", "Ok", "Err",
-];
-const PYTHON: &[&str] = &[
-    "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif",
-    "else", "except", "False", "finally", "for", "from", "global", "if", "import", "in", "is",
-    "lambda", "None", "nonlocal", "not", "or", "pass", "raise", "return", "True", "try", "while",
-    "with", "yield",
-];
-const JS: &[&str] = &[
-    "async",
-    "await",
-    "break",
-    "case",
-    "catch",
-    "class",
-    "const",
-    "continue",
-    "default",
-    "delete",
-    "do",
-    "else",
-    "export",
-    "extends",
-    "false",
-    "finally",
-    "for",
-    "function",
-    "if",
-    "import",
-    "in",
-    "instanceof",
-    "interface",
-    "let",
-    "new",
-    "null",
-    "return",
-    "switch",
-    "this",
-    "throw",
-    "true",
-    "try",
-    "type",
-    "typeof",
-    "undefined",
-    "var",
-    "void",
-    "while",
-    "yield",
-];
-const GO: &[&str] = &[
-    "break",
-    "case",
-    "chan",
-    "const",
-    "continue",
-    "default",
-    "defer",
-    "else",
-    "false",
-    "for",
-    "func",
-    "go",
-    "if",
-    "import",
-    "interface",
-    "map",
-    "nil",
-    "package",
-    "range",
-    "return",
-    "select",
-    "struct",
-    "switch",
-    "true",
-    "type",
-    "var",
-];
-const C: &[&str] = &[
-    "auto",
-    "bool",
-    "break",
-    "case",
-    "char",
-    "class",
-    "const",
-    "continue",
-    "default",
-    "do",
-    "double",
-    "else",
-    "enum",
-    "extern",
-    "false",
-    "float",
-    "for",
-    "if",
-    "include",
-    "int",
-    "long",
-    "namespace",
-    "new",
-    "nullptr",
-    "private",
-    "public",
-    "return",
-    "short",
-    "signed",
-    "sizeof",
-    "static",
-    "struct",
-    "switch",
-    "template",
-    "this",
-    "true",
-    "typedef",
-    "union",
-    "unsigned",
-    "void",
-    "while",
-];
-const SHELL: &[&str] = &[
-    "case", "do", "done", "echo", "elif", "else", "esac", "exit", "export", "fi", "for",
-    "function", "if", "in", "local", "return", "then", "until", "while",
-];
-const DATA: &[&str] = &["true", "false", "null"];
-
-fn language(name: &str) -> Option<Language> {
-    let slashes: &[&str] = &["//"];
-    let hash: &[&str] = &["#"];
-    let (keywords, line_comment) = match name.to_ascii_lowercase().as_str() {
-        "rust" | "rs" => (RUST, slashes),
-        "python" | "py" => (PYTHON, hash),
-        "javascript" | "js" | "typescript" | "ts" | "tsx" | "jsx" => (JS, slashes),
-        "go" | "golang" => (GO, slashes),
-        "c" | "h" | "cpp" | "c++" | "cc" | "hpp" | "java" | "cs" | "csharp" => (C, slashes),
-        "sh" | "bash" | "shell" | "zsh" | "console" => (SHELL, hash),
-        "json" => (DATA, &[][..]),
-        "toml" | "yaml" | "yml" | "ini" => (DATA, hash),
-        _ => return None,
-    };
-    Some(Language { keywords, line_comment })
+/// Scope prefixes and how they are painted; the innermost scope that has one decides.
+fn painted_scopes() -> &'static [(Scope, Role)] {
+    static SCOPES: OnceLock<Vec<(Scope, Role)>> = OnceLock::new();
+    SCOPES.get_or_init(|| {
+        [
+            ("comment", Role::Comment),
+            ("string", Role::Literal),
+            ("constant.character", Role::Literal),
+            ("constant.numeric", Role::Code),
+            ("constant.language", Role::Keyword),
+            ("keyword.operator", Role::Plain),
+            ("keyword", Role::Keyword),
+            ("storage", Role::Keyword),
+            ("entity.name.function", Role::Name),
+            ("support.function", Role::Name),
+            ("entity.name", Role::Name),
+        ]
+        .into_iter()
+        .filter_map(|(name, role)| Scope::new(name).ok().map(|scope| (scope, role)))
+        .collect()
+    })
 }
 
-/// One line of code in `lang` (the fence's info word) as styled spans; unknown languages get
-/// the code style only.
-pub fn highlight_line(line: &str, lang: &str, theme: Theme) -> Vec<Span<'static>> {
-    let code = theme.style(Role::Code);
-    let Some(language) = language(lang) else {
-        return vec![Span::styled(line.to_string(), code)];
+/// The grammar for a fence's info string (`rust`, `py`, `rust,ignore`, `sh title=x`).
+fn syntax_for(info: &str) -> Option<&'static SyntaxReference> {
+    let token = info.split([',', ' ', '{']).next().unwrap_or_default().trim().to_ascii_lowercase();
+    // Names people write that the bundled grammars know under another one.
+    let token = match token.as_str() {
+        "" | "text" | "plain" | "txt" => return None,
+        "ts" | "tsx" | "typescript" | "jsx" | "mjs" => "js",
+        "shell" | "zsh" | "console" | "shell-session" => "sh",
+        "golang" => "go",
+        "c++" => "cpp",
+        "yml" => "yaml",
+        other => other,
     };
-    let plain = theme.style(Role::Plain);
-    let mut spans = Vec::new();
-    let chars: Vec<char> = line.chars().collect();
-    let mut at = 0;
-    let mut plain_run = String::new();
-    let flush = |run: &mut String, spans: &mut Vec<Span<'static>>| {
-        if !run.is_empty() {
-            spans.push(Span::styled(std::mem::take(run), plain));
+    syntaxes().find_syntax_by_token(token)
+}
+
+fn role_of(stack: &ScopeStack) -> Role {
+    for scope in stack.as_slice().iter().rev() {
+        if let Some((_, role)) =
+            painted_scopes().iter().find(|(prefix, _)| prefix.is_prefix_of(*scope))
+        {
+            return *role;
         }
-    };
-    while at < chars.len() {
-        let rest: String = chars[at..].iter().collect();
-        if language.line_comment.iter().any(|mark| rest.starts_with(mark)) {
-            flush(&mut plain_run, &mut spans);
-            spans.push(Span::styled(rest, theme.style(Role::Comment)));
-            return spans;
-        }
-        let c = chars[at];
-        if c == '"' || c == '\'' || c == '`' {
-            flush(&mut plain_run, &mut spans);
-            let mut end = at + 1;
-            while end < chars.len() && chars[end] != c {
-                end += if chars[end] == '\\' { 2 } else { 1 };
-            }
-            let end = (end + 1).min(chars.len());
-            spans.push(Span::styled(
-                chars[at..end].iter().collect::<String>(),
-                theme.style(Role::Literal),
-            ));
-            at = end;
-            continue;
-        }
-        if c.is_alphanumeric() || c == '_' {
-            let mut end = at;
-            while end < chars.len() && (chars[end].is_alphanumeric() || chars[end] == '_') {
-                end += 1;
-            }
-            let word: String = chars[at..end].iter().collect();
-            if language.keywords.contains(&word.as_str()) {
-                flush(&mut plain_run, &mut spans);
-                spans.push(Span::styled(word, theme.style(Role::Keyword)));
-            } else if c.is_ascii_digit() {
-                flush(&mut plain_run, &mut spans);
-                spans.push(Span::styled(word, theme.style(Role::Code)));
-            } else {
-                plain_run.push_str(&word);
-            }
-            at = end;
-            continue;
-        }
-        plain_run.push(c);
-        at += 1;
     }
-    flush(&mut plain_run, &mut spans);
-    spans
+    Role::Plain
+}
+
+/// A code block in the language its fence names, one vector of styled spans per line;
+/// a language without a grammar (or code the grammar cannot follow) gets the code style only.
+pub fn highlight_block(code: &str, lang: &str, theme: Theme) -> Vec<Vec<Span<'static>>> {
+    let lines: Vec<&str> = code.split('\n').collect();
+    let plain = || {
+        let code = theme.style(Role::Code);
+        lines.iter().map(|line| vec![Span::styled(line.to_string(), code)]).collect()
+    };
+    let Some(syntax) = syntax_for(lang) else { return plain() };
+    let mut state = ParseState::new(syntax);
+    let mut stack = ScopeStack::new();
+    let mut out = Vec::with_capacity(lines.len());
+    for line in &lines {
+        // The grammars are written for lines that end in a newline.
+        let with_newline = format!("{line}\n");
+        let Ok(ops) = state.parse_line(&with_newline, syntaxes()) else { return plain() };
+        let mut spans: Vec<Span<'static>> = Vec::new();
+        for (range, op) in ScopeRangeIterator::new(&ops, &with_newline) {
+            if stack.apply(op).is_err() {
+                return plain();
+            }
+            let range = range.start..range.end.min(line.len());
+            let Some(text) = line.get(range).filter(|text| !text.is_empty()) else { continue };
+            let style = theme.style(role_of(&stack));
+            match spans.last_mut() {
+                Some(last) if last.style == style => last.content.to_mut().push_str(text),
+                _ => spans.push(Span::styled(text.to_string(), style)),
+            }
+        }
+        out.push(spans);
+    }
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn roles(spans: &[Span<'_>], theme: Theme) -> Vec<(String, Option<Role>)> {
-        let all = [Role::Keyword, Role::Literal, Role::Comment, Role::Code, Role::Plain];
+    fn roles(spans: &[Span<'_>], theme: Theme) -> Vec<(String, Role)> {
+        let all =
+            [Role::Keyword, Role::Literal, Role::Comment, Role::Name, Role::Code, Role::Plain];
         spans
             .iter()
             .map(|s| {
                 let role = all.iter().copied().find(|role| theme.style(*role) == s.style);
-                (s.content.to_string(), role)
+                (s.content.to_string(), role.unwrap_or(Role::Frame))
             })
             .collect()
+    }
+
+    fn role_of_word(line: &[Span<'_>], word: &str, theme: Theme) -> Option<Role> {
+        let spans = roles(line, theme);
+        let exact = spans.iter().find(|(text, _)| text.trim() == word);
+        exact.or_else(|| spans.iter().find(|(text, _)| text.contains(word))).map(|(_, role)| *role)
     }
 
     #[test]
     fn keywords_strings_and_comments_are_told_apart() {
         let theme = Theme::default();
-        let spans = highlight_line("let s = \"fn\"; // note", "rust", theme);
-        assert_eq!(
-            roles(&spans, theme),
-            [
-                ("let".to_string(), Some(Role::Keyword)),
-                (" s = ".to_string(), Some(Role::Plain)),
-                ("\"fn\"".to_string(), Some(Role::Literal)),
-                ("; ".to_string(), Some(Role::Plain)),
-                ("// note".to_string(), Some(Role::Comment)),
-            ]
-        );
-        let python = highlight_line("def f(): return 1  # x", "py", theme);
-        assert_eq!(python[0].content, "def");
-        assert_eq!(python.last().map(|s| s.content.to_string()), Some("# x".to_string()));
-        let unknown = highlight_line("whatever", "brainfuck", theme);
-        assert_eq!(roles(&unknown, theme), [("whatever".to_string(), Some(Role::Code))]);
+        let block = highlight_block("let s = \"fn\"; // note", "rust", theme);
+        let line = &block[0];
+        assert_eq!(role_of_word(line, "let", theme), Some(Role::Keyword));
+        assert_eq!(role_of_word(line, "\"fn\"", theme), Some(Role::Literal));
+        assert_eq!(role_of_word(line, "note", theme), Some(Role::Comment));
+        let text: String = line.iter().map(|s| s.content.as_ref()).collect();
+        assert_eq!(text, "let s = \"fn\"; // note");
+        let python = highlight_block("def f():\n    return 1  # x", "py", theme);
+        assert_eq!(role_of_word(&python[0], "def", theme), Some(Role::Keyword));
+        assert_eq!(role_of_word(&python[0], "f", theme), Some(Role::Name));
+        assert_eq!(role_of_word(&python[1], "return", theme), Some(Role::Keyword));
+        assert_eq!(role_of_word(&python[1], "# x", theme), Some(Role::Comment));
+        let unknown = highlight_block("whatever", "brainfuck-2000", theme);
+        assert_eq!(roles(&unknown[0], theme), [("whatever".to_string(), Role::Code)]);
+    }
+
+    #[test]
+    fn state_carries_across_lines_and_aliases_resolve() {
+        let theme = Theme::default();
+        // A block comment opened on one line is still a comment on the next.
+        let c = highlight_block("/* start\n   end */ int x;", "c", theme);
+        assert_eq!(role_of_word(&c[1], "end", theme), Some(Role::Comment));
+        assert_eq!(role_of_word(&c[1], "int", theme), Some(Role::Keyword));
+        let ts = highlight_block("const x = 'a';", "typescript", theme);
+        assert_eq!(role_of_word(&ts[0], "'a'", theme), Some(Role::Literal));
+        let shell = highlight_block("echo \"hi\"  # greet", "console", theme);
+        assert_eq!(role_of_word(&shell[0], "greet", theme), Some(Role::Comment));
+    }
+
+    #[test]
+    fn no_color_keeps_only_emphasis() {
+        let theme = Theme { color: false, unicode: true };
+        let block = highlight_block("fn main() {} // x", "rust", theme);
+        assert!(block[0].iter().all(|span| span.style.fg.is_none()), "{block:?}");
     }
 }

@@ -2,7 +2,7 @@
 //! emphasis, inline code, lists, block quotes, tables, rules and fenced code blocks with
 //! syntax highlighting, word-wrapped to the screen's width.
 
-use super::highlight::highlight_line;
+use super::highlight::highlight_block;
 use super::theme::{Role, Symbol, Theme};
 use super::wrap::wrap;
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
@@ -306,8 +306,7 @@ impl Layout {
     fn code_block(&mut self, lang: &str, code: &str) {
         let indent = self.indent();
         let gutter = Span::styled(format!("{indent}  "), self.theme.style(Role::Dim));
-        for line in code.trim_end_matches('\n').split('\n') {
-            let spans = highlight_line(line, lang, self.theme);
+        for spans in highlight_block(code.trim_end_matches('\n'), lang, self.theme) {
             self.lines.extend(wrap(&spans, self.width, gutter.clone(), gutter.clone()));
         }
         self.lines.push(Line::default());

@@ -14,6 +14,7 @@ pub mod app;
 pub mod diff;
 pub mod editor;
 pub mod highlight;
+pub mod keys;
 pub mod markdown;
 mod slash;
 pub mod theme;
@@ -24,7 +25,6 @@ pub mod wrap;
 use crate::client::{Client, ClientError};
 use crate::commands::exit;
 use crate::follow::{Followed, Follower};
-use crate::gap::StreamCursor;
 use crate::session::{self, SessionRequest};
 use app::{Action, App, Connection};
 use crossterm::event::{Event, EventStream};
@@ -34,7 +34,7 @@ use rein_protocol::message::Message;
 use rein_protocol::method::{
     ApprovalRespondParams, BusyBehavior, ClearQueueParams, Empty, HistoryPageParams, PromptParams,
     QueueMessageParams, QueueSelector, RunLimits, SessionRef, SessionState, ShellParams,
-    SubscribeParams, UnsubscribeParams,
+    SubscribeParams,
 };
 use rein_protocol::requests::{self as rq, Method};
 use std::io::IsTerminal;
@@ -46,6 +46,8 @@ use theme::{Role, Theme};
 const TICK: Duration = Duration::from_millis(100);
 /// How long to wait between attempts to reach a daemon that went away.
 const RECONNECT_EVERY: Duration = Duration::from_millis(500);
+/// How long one attempt to reach the daemon again may take (connect, handshake, resubscribe).
+const RECONNECT_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long leaving waits for the daemon to remove an unanswered session.
 const LEAVE_TIMEOUT: Duration = Duration::from_secs(2);
 /// How many earlier messages are shown on attach.
@@ -57,6 +59,14 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
     if !(std::io::stdin().is_terminal() && std::io::stdout().is_terminal()) {
         return crate::interactive::run(socket, request).await;
     }
+    let keys = match keys::KeyMap::file().map(|path| keys::KeyMap::load(&path)) {
+        Some(Ok(keys)) => keys,
+        None => keys::KeyMap::default(),
+        Some(Err(error)) => {
+            eprintln!("rein: {error}");
+            return Ok(exit::USAGE);
+        }
+    };
     let mut client = Client::connect_or_start(socket).await?;
     if let Err(error) = client.initialize(true).await {
         eprintln!("rein: {}", version_hint(&error).unwrap_or_else(|| error.to_string()));
@@ -67,14 +77,11 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
     let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableBracketedPaste);
     let theme = Theme::detect();
     let now = Instant::now();
-    let app = App::new(&state, theme, load_history(), now);
+    let mut app = App::new(&state, theme, load_history(), now);
+    app.keys = keys;
     let mut runtime = Runtime {
         socket: socket.to_path_buf(),
-        follower: Follower::new(StreamCursor::new(
-            &state.session_id,
-            state.last_seq,
-            state.leaf_id.clone(),
-        )),
+        follower: crate::interactive::slash::follower(&state),
         subscription: String::new(),
         stream: state.stream.clone(),
         created: created.then(|| state.session_id.clone()),
@@ -87,7 +94,7 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
     // `rein attach` without a session: the most recent one is open, and the picker offers the
     // others of the directory.
     if result.is_ok() && request.target == session::Target::Latest && !created {
-        runtime.offer_sessions(false).await;
+        runtime.offer_sessions().await;
     }
     let result = match result {
         Ok(()) => runtime.event_loop(&mut terminal).await,
@@ -328,7 +335,14 @@ impl Runtime {
                 }
                 _ = tick.tick() => {
                     if let Connection::Lost(_) = self.app.connection {
+                        // What happened is on screen before an attempt that may take a while.
+                        if dirty {
+                            let now = Instant::now();
+                            terminal.draw(|frame| view::draw(frame, &self.app, now))?;
+                            last_draw = now;
+                        }
                         self.try_reconnect().await;
+                        dirty = true;
                     }
                     if last_draw.elapsed() >= TICK && (self.app.running || !connected || dirty) {
                         dirty = true;
@@ -367,7 +381,9 @@ impl Runtime {
             return;
         }
         self.last_attempt = Some(Instant::now());
-        match self.reconnect().await {
+        // A daemon that accepts but does not answer must not freeze the screen.
+        let attempt = tokio::time::timeout(RECONNECT_TIMEOUT, self.reconnect()).await;
+        match attempt.unwrap_or(Err(None)) {
             Ok(text) => {
                 self.app.connection = Connection::Up;
                 self.app.transcript.notice(text, Role::Notice);
@@ -417,11 +433,7 @@ impl Runtime {
             self.app.approvals.clear();
             self.app.running = false;
             self.stream = state.stream.clone();
-            self.follower = Follower::new(StreamCursor::new(
-                &state.session_id,
-                state.last_seq,
-                state.leaf_id.clone(),
-            ));
+            self.follower = crate::interactive::slash::follower(&state);
             self.subscribe(&state.session_id, state.last_seq, Some(state.stream.clone()))
                 .await
                 .map_err(|e| Some(e.to_string()))?;
@@ -512,68 +524,14 @@ impl Runtime {
                 self.call::<rq::SessionCancel>(SessionRef { session_id }).await;
             }
             Action::Open(id) if id == session_id => {}
-            Action::Open(id) => self.open(&id).await,
-            Action::Slash(command) => self.slash(command).await,
+            Action::Open(id) => crate::interactive::slash::open(self, &id).await,
+            Action::Slash(command) => crate::interactive::slash::run(self, command).await,
         }
     }
 
     /// Makes a call whose result needs no showing; shows its error. True when it worked.
     async fn call<M: Method>(&mut self, params: M::Params) -> bool {
-        match self.client.request::<M>(params).await {
-            Ok(_) => true,
-            Err(error) => {
-                self.app.transcript.notice(format!("error: {error}"), Role::Bad);
-                false
-            }
-        }
-    }
-
-    /// Switches to another session: unsubscribes, opens it and shows its end.
-    async fn open(&mut self, session_id: &str) {
-        let state = match self
-            .client
-            .request::<rq::SessionOpen>(SessionRef { session_id: session_id.to_string() })
-            .await
-        {
-            Ok(state) => state,
-            Err(error) => {
-                self.app.transcript.notice(format!("error: {error}"), Role::Bad);
-                return;
-            }
-        };
-        self.switch(state, false).await;
-    }
-
-    /// Makes `state` the session shown.
-    async fn switch(&mut self, state: SessionState, created: bool) {
-        let old = std::mem::take(&mut self.subscription);
-        let _ = self
-            .client
-            .request::<rq::SessionUnsubscribe>(UnsubscribeParams { subscription: old })
-            .await;
-        if let Some(previous) = self.created.take()
-            && previous != state.session_id
-        {
-            session::discard_if_unanswered(&mut self.client, &previous).await;
-        }
-        if created {
-            self.created = Some(state.session_id.clone());
-        }
-        let now = Instant::now();
-        let history = self.app.editor.history().to_vec();
-        let (theme, view, mode) = (self.app.theme, self.app.view, self.app.mode);
-        self.app = App::new(&state, theme, history, now);
-        self.app.view = view;
-        self.app.mode = mode;
-        self.stream = state.stream.clone();
-        self.follower = Follower::new(StreamCursor::new(
-            &state.session_id,
-            state.last_seq,
-            state.leaf_id.clone(),
-        ));
-        if let Err(error) = self.start(&state, created).await {
-            self.app.transcript.notice(format!("error: {error}"), Role::Bad);
-        }
+        crate::interactive::slash::call::<Self, M>(self, params).await
     }
 }
 

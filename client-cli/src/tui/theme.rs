@@ -36,6 +36,8 @@ pub enum Role {
     Literal,
     /// Comments in highlighted code.
     Comment,
+    /// Names of functions and types in highlighted code.
+    Name,
     /// The status line.
     Status,
     /// Borders and the dialog frame.
@@ -117,6 +119,7 @@ impl Theme {
             Role::DiffHeader => Color::Blue,
             Role::Keyword => Color::LightMagenta,
             Role::Comment => Color::DarkGray,
+            Role::Name => Color::LightCyan,
             Role::Frame => Color::Yellow,
             Role::Link => Color::LightBlue,
         };

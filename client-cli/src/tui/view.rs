@@ -3,6 +3,7 @@
 
 use super::app::{App, Approval, Picker};
 use super::diff;
+use super::keys::KeyAction;
 use super::theme::{Role, Symbol, Theme, ascii_only};
 use super::wrap::wrap_text;
 use crate::render::summarize_arguments;
@@ -67,7 +68,7 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, now: Instant) {
             approval_dialog(frame, body_full, lines, height, approval_title(app), theme)
         }
         Some(Overlay::Picker(picker, height)) => {
-            picker_dialog(frame, body_full, picker, height, theme)
+            picker_dialog(frame, body_full, picker, height, app)
         }
         None => {}
     }
@@ -119,11 +120,26 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, now: Instant) {
         frame.set_cursor_position(Position { x, y });
     }
 
+    let keys = &app.keys;
     let hint_text = match (&app.hint, app.approvals.is_empty(), app.running) {
         (Some(hint), _, _) => hint.clone(),
-        (None, false, _) => "y allow once · a allow for the session · n deny · r deny with a reason".into(),
-        (None, true, true) => "Enter steers · Esc cancels the run · Ctrl-C cancels and clears the queue · Ctrl-O tool output".into(),
-        (None, true, false) => "Enter sends · Alt-Enter new line · Tab completes · /help · Ctrl-C leaves".into(),
+        (None, false, _) => {
+            "y allow once · a allow for the session · n deny · r deny with a reason".into()
+        }
+        (None, true, true) => format!(
+            "{} steers · {} cancels the run · {} cancels and clears the queue · {} tool output",
+            keys.first(KeyAction::Submit),
+            keys.first(KeyAction::Cancel),
+            keys.first(KeyAction::Interrupt),
+            keys.first(KeyAction::ExpandTools),
+        ),
+        (None, true, false) => format!(
+            "{} sends · {} new line · {} completes · /help · {} leaves",
+            keys.first(KeyAction::Submit),
+            keys.first(KeyAction::Newline),
+            keys.first(KeyAction::Complete),
+            keys.first(KeyAction::Interrupt),
+        ),
     };
     let hint_text = if theme.unicode { hint_text } else { hint_text.replace('·', "|") };
     frame.render_widget(
@@ -266,7 +282,8 @@ fn picker_height(picker: &Picker, body: Rect) -> u16 {
     rows.min(body.height * 2 / 3).max(4).min(body.height)
 }
 
-fn picker_dialog(frame: &mut Frame<'_>, body: Rect, picker: &Picker, height: u16, theme: Theme) {
+fn picker_dialog(frame: &mut Frame<'_>, body: Rect, picker: &Picker, height: u16, app: &App) {
+    let theme = app.theme;
     let inner = body.width.saturating_sub(4) as usize;
     let mut lines: Vec<Line<'static>> = picker
         .sessions
@@ -295,7 +312,12 @@ fn picker_dialog(frame: &mut Frame<'_>, body: Rect, picker: &Picker, height: u16
     let visible = height.saturating_sub(3) as usize;
     let first = picker.selected.saturating_sub(visible.saturating_sub(1));
     let mut shown: Vec<Line<'static>> = lines.into_iter().skip(first).take(visible).collect();
-    shown.push(Line::styled("↑/↓ choose · Enter opens · Esc closes", theme.style(Role::Dim)));
+    let keys = format!(
+        "↑/↓ choose · {} opens · {} closes",
+        app.keys.first(KeyAction::Submit),
+        app.keys.first(KeyAction::Cancel)
+    );
+    shown.push(Line::styled(keys, theme.style(Role::Dim)));
     let area = Rect { y: body.y + body.height - height, height, ..body };
     frame.render_widget(Clear, area);
     let block = Block::default()
@@ -533,6 +555,62 @@ y allow once · a allow for the session · n deny · r deny wit";
                 .iter()
                 .all(|cell| cell.symbol().is_ascii() && cell.fg == ratatui::style::Color::Reset),
             "{ascii}"
+        );
+    }
+
+    #[test]
+    fn fenced_code_is_painted_by_its_grammar_in_ansi_colours_only() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let start = Instant::now();
+        let theme = Theme { color: true, unicode: true };
+        let mut app = App::new(&state(dir.path()), theme, Vec::new(), start);
+        let answer = "Like this:\n\n```rust\nfn main() {\n    let s = \"hi\"; // greet\n}\n```\n";
+        app.apply(&envelope(1, text(answer)), start);
+        let (shown, buffer) = screen(&app, start, (50, 12));
+        let find = |needle: &str| {
+            let row = shown.lines().position(|line| line.contains(needle));
+            let row = row.unwrap_or_else(|| panic!("no {needle} in\n{shown}"));
+            let column = shown.lines().nth(row).and_then(|line| line.find(needle)).unwrap_or(0);
+            // Columns count characters; the lines here are ASCII up to the needle.
+            buffer.cell((column as u16, row as u16)).map(|cell| cell.fg)
+        };
+        use ratatui::style::Color;
+        assert!(shown.contains("  fn main() {\n      let s = \"hi\"; // greet\n  }"), "{shown}");
+        assert_eq!(find("fn main"), Some(Color::LightMagenta), "{shown}");
+        assert_eq!(find("let"), Some(Color::LightMagenta), "{shown}");
+        assert_eq!(find("\"hi\""), Some(Color::LightGreen), "{shown}");
+        assert_eq!(find("// greet"), Some(Color::DarkGray), "{shown}");
+        assert_eq!(find("main"), Some(Color::LightCyan), "{shown}");
+        // Only the 16 ANSI colours: a 16-colour terminal shows all of it.
+        let indexed_or_rgb =
+            buffer.content.iter().any(|cell| matches!(cell.fg, Color::Rgb(..) | Color::Indexed(_)));
+        assert!(!indexed_or_rgb, "{shown}");
+        app.theme = Theme { color: false, unicode: true };
+        let (_, plain) = screen(&app, start, (50, 12));
+        assert!(plain.content.iter().all(|cell| cell.fg == Color::Reset));
+    }
+
+    #[test]
+    fn the_hints_name_the_configured_keys() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let start = Instant::now();
+        let theme = Theme { color: false, unicode: true };
+        let mut app = App::new(&state(dir.path()), theme, Vec::new(), start);
+        let (shown, _) = screen(&app, start, (80, 6));
+        assert!(
+            shown.ends_with(
+                "Enter sends · Alt-Enter new line · Tab completes · /help · Ctrl-C leaves"
+            ),
+            "{shown}"
+        );
+        let toml = "[keys]\nsubmit = \"ctrl-s\"\nnewline = [\"enter\", \"ctrl-j\"]\ninterrupt = \"ctrl-q\"\n";
+        app.keys = crate::tui::keys::KeyMap::from_toml(toml, std::path::Path::new("tui.toml"))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let (shown, _) = screen(&app, start, (80, 6));
+        assert!(
+            shown
+                .ends_with("Ctrl-S sends · Enter new line · Tab completes · /help · Ctrl-Q leaves"),
+            "{shown}"
         );
     }
 }

@@ -176,7 +176,12 @@ impl Pty {
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null());
-        let mut child = command.spawn().unwrap();
+        Self::attach(command.spawn().unwrap())
+    }
+
+    /// Talks to a process started with piped stdin and stdout (line mode, without a
+    /// terminal, when it is `rein` itself).
+    pub(crate) fn attach(mut child: std::process::Child) -> Self {
         let input = child.stdin.take().unwrap();
         let mut stdout = child.stdout.take().unwrap();
         let output = std::sync::Arc::new(std::sync::Mutex::new(String::new()));

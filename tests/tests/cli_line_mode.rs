@@ -1,0 +1,88 @@
+//! End-to-end: the line-mode client (`rein` without a terminal) runs the same slash commands
+//! as the full-screen one, through the one implementation both share: `/fork`, `/new`,
+//! `/resume` (a numbered list, then `/resume N`), `/clear` and `/export FILE`.
+
+#![allow(clippy::unwrap_used)] // test helpers: a failure should stop the test
+
+mod cli_support;
+
+use cli_support::{CliEnv, Pty};
+use rein_testkit::fake_provider::Reply;
+use serde_json::json;
+use std::process::Stdio;
+
+/// `rein ARGS` with piped standard streams: the line-mode client.
+fn line_mode(env: &CliEnv, args: &[&str]) -> Pty {
+    let child = env
+        .rein()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    Pty::attach(child)
+}
+
+/// Types one line.
+fn type_line(rein: &mut Pty, line: &str) {
+    rein.send(&format!("{line}\n"));
+}
+
+/// The rest of the line after what `rein.expect` consumed.
+fn rest_of_line(rein: &mut Pty) -> String {
+    rein.expect("\n").trim().to_string()
+}
+
+#[test]
+fn line_mode_switches_sessions_with_the_shared_slash_commands() {
+    let env = CliEnv::start(vec![Reply::text("First answer.")]);
+    let mut rein = line_mode(&env, &["--approve", "yolo"]);
+    rein.expect("rein: new session ");
+    let first = rest_of_line(&mut rein).split_whitespace().next().unwrap_or_default().to_string();
+    type_line(&mut rein, "first question");
+    rein.expect("First answer.");
+    rein.expect("done:");
+
+    // /fork: a copy holding the conversation, which the client now follows.
+    type_line(&mut rein, "/fork");
+    rein.expect("forked into ");
+    let fork = rest_of_line(&mut rein);
+    assert_ne!(fork, first);
+    let copied = env.messages(&fork);
+    assert_eq!(copied.len(), 2, "{copied:?}");
+
+    // /export FILE writes the session shown (the fork).
+    type_line(&mut rein, "/export fork.md");
+    rein.expect("exported to fork.md");
+    let exported = std::fs::read_to_string(env.project.path().join("fork.md")).unwrap();
+    assert!(exported.contains("first question"), "{exported}");
+
+    // /new, then /resume lists the two sessions with a prompt and /resume N opens one.
+    type_line(&mut rein, "/new");
+    rein.expect("rein: new session ");
+    let new = rest_of_line(&mut rein).split_whitespace().next().unwrap_or_default().to_string();
+    type_line(&mut rein, "/resume");
+    rein.expect("sessions of this directory (/resume N opens one):");
+    let list = rein.expect(&first);
+    assert!(!list.contains(&new), "the empty new session was listed: {list}");
+    let number = list.lines().last().and_then(|line| line.split_whitespace().next());
+    let number = number.unwrap_or_default().to_string();
+    type_line(&mut rein, &format!("/resume {number}"));
+    rein.expect(&format!("rein: switched to {first}"));
+    rein.expect("first question");
+    // The new session, never prompted, was removed when the client moved on.
+    let listed = env.rpc_ok("session/list", json!({}));
+    let sessions = listed["sessions"].as_array().cloned().unwrap_or_default();
+    let ids: Vec<&str> = sessions.iter().filter_map(|s| s["session_id"].as_str()).collect();
+    assert!(!ids.contains(&new.as_str()), "{ids:?}");
+    assert!(ids.contains(&first.as_str()) && ids.contains(&fork.as_str()), "{ids:?}");
+
+    // /clear has no screen to clear here, and says so.
+    type_line(&mut rein, "/clear");
+    rein.expect("not a terminal: nothing to clear");
+    type_line(&mut rein, "/status");
+    rein.expect(&format!("session {first}"));
+    type_line(&mut rein, "/quit");
+    assert_eq!(rein.wait(), Some(0));
+}
