@@ -68,6 +68,12 @@ pub fn is_empty(summary: &SessionSummary) -> bool {
     summary.first_prompt.is_none()
 }
 
+/// Whether `text` has the shape of a whole session id (the daemon names sessions with
+/// UUIDs), so opening it directly may work without listing every session first.
+pub fn may_be_whole_id(text: &str) -> bool {
+    uuid::Uuid::try_parse(text).is_ok()
+}
+
 /// The full id of the session `text` names: an exact id, or a prefix that only one session
 /// has. Anything else is returned unchanged, so the daemon reports `session_not_found`.
 pub async fn session_id(client: &mut Client, text: &str) -> Result<String, ClientError> {
@@ -106,6 +112,14 @@ mod tests {
             loaded: false,
             running: false,
         }
+    }
+
+    #[test]
+    fn only_whole_ids_are_opened_without_listing() {
+        assert!(may_be_whole_id("01a2338c-23c3-728f-a6c6-f7e3df6ad764"));
+        assert!(!may_be_whole_id("01a2338c"));
+        assert!(!may_be_whole_id(""));
+        assert!(!may_be_whole_id("../01a2338c-23c3-728f-a6c6-f7e3df6ad764"));
     }
 
     #[test]

@@ -4,6 +4,7 @@
 use crate::client::{Client, ClientError};
 use crate::resolve;
 use clap::ValueEnum;
+use rein_protocol::error::ErrorKind;
 use rein_protocol::message::{Message, StopReason};
 use rein_protocol::method::{
     ApprovalPolicy, CreateSessionParams, DaemonInfo, Empty, ExportFormat, ExportParams,
@@ -73,11 +74,15 @@ pub async fn prepare(
     client: &mut Client,
     request: &SessionRequest,
 ) -> Result<(SessionState, bool), ClientError> {
-    let existing = match &request.target {
-        Target::New => None,
-        Target::Named(text) => Some(resolve::session_id(client, text).await?),
+    let (existing, opened) = match &request.target {
+        Target::New => (None, None),
+        Target::Named(text) => match open_named(client, text).await? {
+            Some(state) => (Some(state.session_id.clone()), Some(state)),
+            None => (Some(resolve::session_id(client, text).await?), None),
+        },
         Target::Latest => {
-            resolve::latest_session(client, &request.cwd).await?.map(|summary| summary.session_id)
+            let latest = resolve::latest_session(client, &request.cwd).await?;
+            (latest.map(|summary| summary.session_id), None)
         }
     };
     let Some(session_id) = existing else {
@@ -91,8 +96,13 @@ pub async fn prepare(
         let state = client.request::<rq::SessionCreate>(params).await?;
         return Ok((state, true));
     };
-    let mut state: SessionState =
-        client.request::<rq::SessionOpen>(SessionRef { session_id: session_id.clone() }).await?;
+    let mut state: SessionState = match opened {
+        Some(state) => state,
+        None => {
+            let id = SessionRef { session_id: session_id.clone() };
+            client.request::<rq::SessionOpen>(id).await?
+        }
+    };
     if let Some(model) = &request.model {
         let params = SetModelParams { session_id: session_id.clone(), model: model.clone() };
         client.request::<rq::SessionSetModel>(params).await?;
@@ -105,6 +115,26 @@ pub async fn prepare(
         state = client.request::<rq::SessionState>(SessionRef { session_id }).await?;
     }
     Ok((state, false))
+}
+
+/// Opens the session whose whole id is `text`; `None` when no session has that id (it may
+/// be a prefix, which only the full listing resolves). Tried first because listing reads
+/// every session file of the home: with long sessions that cost grew with their history on
+/// every `rein run --session ID`.
+async fn open_named(client: &mut Client, text: &str) -> Result<Option<SessionState>, ClientError> {
+    if !resolve::may_be_whole_id(text) {
+        return Ok(None);
+    }
+    let params = SessionRef { session_id: text.to_string() };
+    match client.request::<rq::SessionOpen>(params).await {
+        Ok(state) => Ok(Some(state)),
+        Err(ClientError::Rpc(failure))
+            if matches!(failure.kind, ErrorKind::SessionNotFound | ErrorKind::InvalidParams) =>
+        {
+            Ok(None)
+        }
+        Err(error) => Err(error),
+    }
 }
 
 /// When a new session got the local model server the daemon found (because no model and no
@@ -175,6 +205,79 @@ pub async fn discard_if_unanswered(client: &mut Client, session_id: &str) -> boo
 mod tests {
     use super::*;
     use rein_protocol::message::{AssistantMessage, UserMessage};
+    use serde_json::{Value, json};
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+    const WHOLE_ID: &str = "01a2338c-23c3-728f-a6c6-f7e3df6ad764";
+
+    fn state_json(id: &str) -> Value {
+        json!({"session_id": id, "cwd": "/p",
+            "model": {"provider": "local", "model": "test-model"}, "thinking_level": "medium",
+            "approval_policy": "yolo", "running": false,
+            "queues": {"steering": [], "follow_up": []}, "usage": {}, "context_tokens": 0,
+            "context_window": 1000, "trusted": false, "last_seq": 0})
+    }
+
+    /// Serves one connection like a daemon holding the single session `WHOLE_ID` would,
+    /// and returns the methods it was asked for, in order.
+    async fn methods_asked_to_prepare(target: Target) -> Vec<String> {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("reind.sock");
+        let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+        let daemon = tokio::spawn(async move {
+            let (stream, _) = listener.accept().await.unwrap();
+            let (read, mut write) = stream.into_split();
+            let mut lines = BufReader::new(read).lines();
+            let mut methods = Vec::new();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let request: Value = serde_json::from_str(&line).unwrap();
+                let method = request["method"].as_str().unwrap().to_string();
+                let answer = match method.as_str() {
+                    "session/open" if request["params"]["session_id"] == WHOLE_ID => {
+                        json!({"result": state_json(WHOLE_ID)})
+                    }
+                    "session/open" => json!({"error": {"code": -32001,
+                        "message": "no such session", "data": {"kind": "session_not_found"}}}),
+                    "session/list" => json!({"result": {"sessions": [{"session_id": WHOLE_ID,
+                        "cwd": "/p", "entry_count": 1, "size_bytes": 1, "created": "",
+                        "updated": "", "path": "/p/s.jsonl"}]}}),
+                    other => panic!("unexpected {other}"),
+                };
+                methods.push(method);
+                let mut answer = answer;
+                answer["jsonrpc"] = json!("2.0");
+                answer["id"] = request["id"].clone();
+                let mut bytes = serde_json::to_vec(&answer).unwrap();
+                bytes.push(b'\n');
+                write.write_all(&bytes).await.unwrap();
+            }
+            methods
+        });
+        let mut client = Client::connect(&socket).await.unwrap();
+        let request = SessionRequest {
+            target,
+            cwd: PathBuf::from("/p"),
+            model: None,
+            approval: None,
+            sandbox: None,
+        };
+        let (state, created) = prepare(&mut client, &request).await.unwrap();
+        assert_eq!((state.session_id.as_str(), created), (WHOLE_ID, false));
+        drop(client);
+        daemon.await.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_whole_id_is_opened_without_listing_every_session() {
+        let methods = methods_asked_to_prepare(Target::Named(WHOLE_ID.into())).await;
+        assert_eq!(methods, ["session/open"]);
+    }
+
+    #[tokio::test]
+    async fn a_prefix_is_resolved_through_the_listing() {
+        let methods = methods_asked_to_prepare(Target::Named("01a2338c".into())).await;
+        assert_eq!(methods, ["session/list", "session/open"]);
+    }
 
     fn reply(stop_reason: StopReason) -> Message {
         Message::Assistant(AssistantMessage {

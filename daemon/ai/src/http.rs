@@ -83,9 +83,17 @@ impl HttpProvider {
         settings: ProviderSettings,
         environment: Environment,
     ) -> Result<Self, ClientError> {
-        let client = reqwest::Client::builder()
+        let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(30))
-            .read_timeout(settings.idle_timeout)
+            .read_timeout(settings.idle_timeout);
+        if !uses_tls(&settings.base_url) {
+            // Loading and parsing the system's root certificates takes tens of milliseconds
+            // (on the first prompt of a freshly started daemon); a plain-HTTP endpoint (a
+            // local model server) never verifies a certificate, so it gets an empty trust
+            // store instead: an `https` URL reached through it would be refused, not trusted.
+            builder = builder.tls_certs_only(Vec::new());
+        }
+        let client = builder
             .build()
             .map_err(|source| ClientError { provider: settings.name.clone(), source })?;
         Ok(Self { inner: Arc::new(Inner { settings, client, environment }) })
@@ -107,6 +115,13 @@ impl Provider for HttpProvider {
             .filter_map(|()| async { None });
         futures::stream::select(rx, driver).boxed()
     }
+}
+
+/// Whether requests to `base_url` go over TLS, so the client needs the system's root
+/// certificates. Anything but an explicit `http://` URL counts as TLS (the safe side).
+fn uses_tls(base_url: &str) -> bool {
+    let scheme = base_url.trim_start().split_once("://").map(|(scheme, _)| scheme);
+    !scheme.is_some_and(|scheme| scheme.eq_ignore_ascii_case("http"))
 }
 
 type Sender = mpsc::Sender<AssistantMessageEvent>;
@@ -340,4 +355,19 @@ pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::uses_tls;
+
+    #[test]
+    fn only_plain_http_urls_skip_the_root_certificates() {
+        assert!(!uses_tls("http://127.0.0.1:11434/v1"));
+        assert!(!uses_tls("HTTP://localhost/v1"));
+        assert!(uses_tls("https://api.anthropic.com/v1"));
+        // Unclear or missing schemes keep the certificates: never less verification.
+        assert!(uses_tls("api.openai.com/v1"));
+        assert!(uses_tls("httpx://example.com"));
+    }
 }

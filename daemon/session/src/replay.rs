@@ -61,27 +61,43 @@ impl Replay {
     }
 }
 
-/// Replays a root-to-leaf path.
-pub fn replay(path: &[&SessionEntry]) -> Replay {
-    let mut model = None;
-    let mut thinking_level = None;
-    let mut approval_policy = None;
-    let mut compaction_at = None;
-    for (i, entry) in path.iter().enumerate() {
+/// The settings a path puts in force: its last model, thinking-level and approval-policy
+/// changes.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SettingsInForce {
+    /// The model in force.
+    pub model: Option<ModelRef>,
+    /// The thinking level in force.
+    pub thinking_level: Option<ThinkingLevel>,
+    /// The approval policy in force.
+    pub approval_policy: Option<ApprovalPolicy>,
+}
+
+/// The settings `path` puts in force, read from its entries in place: unlike [`replay`] it
+/// copies no message, so checking them before every run costs no history-sized copy.
+pub fn settings_in_force(path: &[&SessionEntry]) -> SettingsInForce {
+    let mut settings = SettingsInForce::default();
+    for entry in path {
         match &entry.kind {
             EntryKind::ModelChange { provider, model: id } => {
-                model = Some(ModelRef { provider: provider.clone(), model: id.clone() });
+                settings.model = Some(ModelRef { provider: provider.clone(), model: id.clone() });
             }
             EntryKind::ThinkingLevelChange { thinking_level: level } => {
-                thinking_level = Some(*level);
+                settings.thinking_level = Some(*level);
             }
             EntryKind::ApprovalPolicyChange { approval_policy: policy } => {
-                approval_policy = Some(*policy);
+                settings.approval_policy = Some(*policy);
             }
-            EntryKind::Compaction { .. } => compaction_at = Some(i),
             _ => {}
         }
     }
+    settings
+}
+
+/// Replays a root-to-leaf path.
+pub fn replay(path: &[&SessionEntry]) -> Replay {
+    let SettingsInForce { model, thinking_level, approval_policy } = settings_in_force(path);
+    let compaction_at = path.iter().rposition(|e| matches!(e.kind, EntryKind::Compaction { .. }));
     let compaction = compaction_at.and_then(|at| compaction_in_force(path[at]));
     let entries = context_entries(path);
     let messages = messages_of(&entries);
@@ -309,6 +325,24 @@ mod tests {
         assert_eq!(other.thinking_level, None);
         let ids: Vec<_> = other.messages.iter().map(|m| m.entry_id.as_str()).collect();
         assert_eq!(ids, ["u1", "a1", "r1", "u2", "a2"]);
+    }
+
+    #[test]
+    fn settings_in_force_are_those_of_the_replay() {
+        let tree = branched_tree();
+        for path in [tree.active_path(), tree.path_to(Some("a2"))] {
+            let full = replay(&path);
+            let settings = settings_in_force(&path);
+            assert_eq!(settings.model, full.model);
+            assert_eq!(settings.thinking_level, full.thinking_level);
+            assert_eq!(settings.approval_policy, full.approval_policy);
+        }
+        let other = settings_in_force(&tree.path_to(Some("a2")));
+        assert_eq!(other.model, Some(ModelRef { provider: "p".into(), model: "x".into() }));
+        assert_eq!(
+            settings_in_force(&tree.active_path()).thinking_level,
+            Some(ThinkingLevel::High)
+        );
     }
 
     #[test]

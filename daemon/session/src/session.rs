@@ -184,6 +184,12 @@ impl Session {
         replay(&self.tree.active_path())
     }
 
+    /// The model, thinking level and approval policy the active path puts in force, without
+    /// the message copies of a whole [`Session::replay`].
+    pub fn settings(&self) -> crate::replay::SettingsInForce {
+        crate::replay::settings_in_force(&self.tree.active_path())
+    }
+
     /// The messages on the active path as the model sees them (the compaction summary first),
     /// with recorded repairs applied. Dangling calls of a run in progress are left as they are.
     pub fn context_messages(&self) -> Vec<Message> {

@@ -37,7 +37,7 @@ struct Request {
 
 async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Request>> {
     let mut buffer = Vec::new();
-    let mut chunk = [0u8; 8192];
+    let mut chunk = vec![0u8; 64 * 1024];
     let head_end = loop {
         if let Some(pos) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
             break pos;
@@ -66,6 +66,8 @@ async fn read_request(socket: &mut TcpStream) -> std::io::Result<Option<Request>
         .and_then(|(_, value)| value.parse::<usize>().ok())
         .unwrap_or(0);
     let mut body = buffer[head_end + 4..].to_vec();
+    // One allocation for the announced length (bounded: a test double, not a fortress).
+    body.reserve(length.saturating_sub(body.len()).min(1 << 30));
     while body.len() < length {
         let n = socket.read(&mut chunk).await?;
         if n == 0 {
@@ -141,7 +143,10 @@ async fn handle(
         Some(format) if !options.skip_validation => validate::validate(format, &body),
         _ => Vec::new(),
     };
-    let next = next_reply(&state, request, body.clone(), &problems, options.loop_script);
+    // Taken before the body moves into the record: a deep copy of a large body (megabytes
+    // with a long history) would count against the client in the benchmarks.
+    let model = body.get("model").and_then(Value::as_str).unwrap_or("fake-model").to_string();
+    let next = next_reply(&state, request, body, &problems, options.loop_script);
     let Some(format) = format else {
         return respond(&mut socket, 404, "text/plain", &[], b"fake provider: unknown path").await;
     };
@@ -216,7 +221,6 @@ async fn handle(
         let _ = socket.shutdown().await;
         return Ok(());
     }
-    let model = body.get("model").and_then(Value::as_str).unwrap_or("fake-model").to_string();
     let mut next_id = first_id;
     let mut ids = move || {
         next_id += 1;

@@ -703,7 +703,8 @@ impl CodingSession {
     fn record_settings(&self) -> Result<(), CodingError> {
         let reference = self.live().model.reference.clone();
         let thinking = self.harness.thinking_level();
-        let replay = self.journal.read(Session::replay)?;
+        // Before every run: the settings alone, not a replay copying the whole history.
+        let replay = self.journal.read(Session::settings)?;
         let mut kinds = Vec::new();
         if !reference.provider.is_empty() && replay.model.as_ref() != Some(&reference) {
             kinds.push(EntryKind::ModelChange {
