@@ -116,7 +116,7 @@ fn grow(path: &str, entries: usize) {
                 id: id.clone(),
                 parent_id: parent.replace(id),
                 timestamp: "2026-12-01T10:00:00Z".into(),
-                kind: EntryKind::Message { message },
+                kind: EntryKind::Message { message: message.into() },
             };
             serde_json::to_writer(&mut out, &entry).unwrap();
             out.write_all(b"\n").unwrap();

@@ -62,7 +62,7 @@ fn message_entry(line: &[u8]) -> Option<SessionEntry> {
         id: envelope.id,
         parent_id: envelope.parent_id,
         timestamp: envelope.timestamp,
-        kind: EntryKind::Message { message },
+        kind: EntryKind::Message { message: message.into() },
     })
 }
 
@@ -108,8 +108,8 @@ mod tests {
             timestamp: 5,
         };
         let entries = [
-            entry(EntryKind::Message { message: Message::User(UserMessage::text("hi", 1)) }),
-            entry(EntryKind::Message { message: Message::Assistant(assistant) }),
+            entry(EntryKind::Message { message: Message::User(UserMessage::text("hi", 1)).into() }),
+            entry(EntryKind::Message { message: Message::Assistant(assistant).into() }),
             entry(EntryKind::Message {
                 message: Message::ToolResult(ToolResultMessage {
                     tool_call_id: "c1".into(),
@@ -121,7 +121,8 @@ mod tests {
                     is_error: true,
                     details: Some(json!({"exit": 1})),
                     timestamp: 2,
-                }),
+                })
+                .into(),
             }),
             entry(EntryKind::SessionInfo { name: Some("n".into()) }),
             SessionEntry {
