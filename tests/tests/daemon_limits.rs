@@ -562,7 +562,7 @@ fn closed_sessions_give_their_memory_back() {
     let pid = daemon.pid().unwrap();
     let mut client = daemon.connect();
     let idle = rss_kib(pid).unwrap();
-    let mut round = |client: &mut RawConnection| {
+    let round = |client: &mut RawConnection| {
         let ids: Vec<String> = (0..300)
             .map(|_| {
                 let state = client.call_ok(1, "session/create", json!({"cwd": project.path()}));
