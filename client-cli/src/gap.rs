@@ -149,7 +149,7 @@ impl Gap {
         );
         for entry in &self.entries {
             if let EntryKind::Message { message } = &entry.kind {
-                let line = match message {
+                let line = match message.as_ref() {
                     Message::User(user) => format!("> {}", crate::render::user_text(&user.content)),
                     Message::Assistant(assistant) => assistant.text(),
                     Message::ToolResult(result) => format!(

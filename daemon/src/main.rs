@@ -20,11 +20,7 @@ use std::process::{ExitCode, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// jemalloc instead of the system allocator, with its background threads purging freed pages:
-/// glibc kept the memory of closed sessions in its arenas (RSS stayed at its peak after 500
-/// sessions closed), jemalloc gives pages that stay unused back to the system.
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+mod allocator;
 
 /// The rein daemon: owns sessions and serves them over a local socket.
 #[derive(Debug, Parser)]
@@ -126,9 +122,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     let lookup = secrets.clone();
     // Keys come from the environment the daemon started with, then from `auth.toml`.
     let keys = KeyStore::with_environment(&home, Arc::new(move |name: &str| lookup.get(name)));
-    if let Err(error) = tikv_jemalloc_ctl::background_thread::write(true) {
-        tracing::warn!(%error, "cannot start the allocator's purging threads");
-    }
+    allocator::start_purging();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let (registry, local_server) =
         runtime.block_on(first_run::build_registry(&config.providers_config(), &keys))?;

@@ -144,7 +144,7 @@ fn entry(id: &str, parent: Option<&str>, seconds: u32, kind: EntryKind) -> Sessi
 }
 
 fn prompt_entry() -> SessionEntry {
-    entry("a1b2c3d4", None, 0, EntryKind::Message { message: Message::User(user_prompt()) })
+    entry("a1b2c3d4", None, 0, EntryKind::Message { message: Message::User(user_prompt()).into() })
 }
 
 fn assistant_entry() -> SessionEntry {
@@ -152,7 +152,7 @@ fn assistant_entry() -> SessionEntry {
         "b2c3d4e5",
         Some("a1b2c3d4"),
         1,
-        EntryKind::Message { message: Message::Assistant(assistant_reading()) },
+        EntryKind::Message { message: Message::Assistant(assistant_reading()).into() },
     )
 }
 

@@ -8,6 +8,7 @@ use crate::model::ThinkingLevel;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// One node of the session tree.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -30,7 +31,9 @@ pub enum EntryKind {
     /// A conversation message.
     Message {
         /// The message.
-        message: Message,
+        // Shared: the daemon's harness history holds the same allocation, so a loaded session
+        // keeps one copy of each message. Serialized as the message itself.
+        message: Arc<Message>,
     },
     /// The model in force changed from here on.
     ModelChange {
@@ -215,7 +218,7 @@ mod tests {
     #[test]
     fn every_entry_kind_round_trips() {
         let kinds = vec![
-            EntryKind::Message { message: Message::User(UserMessage::text("hi", 1)) },
+            EntryKind::Message { message: Arc::new(Message::User(UserMessage::text("hi", 1))) },
             EntryKind::ModelChange { provider: "p".into(), model: "m".into() },
             EntryKind::ThinkingLevelChange { thinking_level: ThinkingLevel::High },
             EntryKind::ApprovalPolicyChange {

@@ -116,7 +116,7 @@ fn grow(path: &str, entries: usize) {
                 id: id.clone(),
                 parent_id: parent.replace(id),
                 timestamp: "2026-12-01T10:00:00Z".into(),
-                kind: EntryKind::Message { message },
+                kind: EntryKind::Message { message: message.into() },
             };
             serde_json::to_writer(&mut out, &entry).unwrap();
             out.write_all(b"\n").unwrap();
@@ -226,6 +226,14 @@ fn bench_turn_cost_and_open_as_history_grows() {
         if i + 1 == sizes.len() {
             // Open through the CLI, from unloaded.
             client.call_ok(4, "session/close", json!({"session_id": session}));
+            let rss_closed = rss_kib(pid).unwrap();
+            // What the allocator gives back once the task's buffers are freed.
+            std::thread::sleep(Duration::from_secs(2));
+            println!(
+                "\ndaemon RSS right after closing the session: {:.1} MiB, 2 s later {:.1} MiB",
+                rss_closed as f64 / 1024.0,
+                rss_kib(pid).unwrap() as f64 / 1024.0
+            );
             let rss_before = rss_kib(pid).unwrap();
             let params = json!({"session_id": session}).to_string();
             let started = Instant::now();

@@ -549,3 +549,40 @@ fn a_chatty_command_makes_a_bounded_number_of_update_events() {
     let bound = millis / 50 + expected.len() / (16 * 1024) + 3;
     assert!(updates.len() <= bound, "{} updates in {millis} ms", updates.len());
 }
+
+/// Memory is given back after sessions close: loading sessions grows the daemon, closing them
+/// returns part of it to the system at once (the allocator purges freed pages), and a second
+/// round of as many sessions opened and closed does not grow it again (what closed sessions
+/// held was freed, not leaked).
+#[test]
+fn closed_sessions_give_their_memory_back() {
+    let project = tempfile::tempdir().unwrap();
+    let fake = BackgroundFake::start(Vec::new());
+    let daemon = fake.daemon("");
+    let pid = daemon.pid().unwrap();
+    let mut client = daemon.connect();
+    let idle = rss_kib(pid).unwrap();
+    let round = |client: &mut RawConnection| {
+        let ids: Vec<String> = (0..300)
+            .map(|_| {
+                let state = client.call_ok(1, "session/create", json!({"cwd": project.path()}));
+                state["session_id"].as_str().unwrap().to_string()
+            })
+            .collect();
+        let loaded = rss_kib(pid).unwrap();
+        for id in &ids {
+            client.call_ok(2, "session/close", json!({"session_id": id}));
+        }
+        loaded
+    };
+    let loaded = round(&mut client);
+    let grown = loaded.saturating_sub(idle);
+    assert!(grown > 8 * 1024, "300 loaded sessions took only {grown} KiB");
+    assert_eq!(info(&daemon)["sessions_loaded"], 0, "{}", info(&daemon));
+    eventually("closing the sessions gives memory back", || rss_kib(pid).unwrap() < loaded);
+    let closed = rss_kib(pid).unwrap();
+    round(&mut client);
+    eventually("a second round does not grow the daemon again", || {
+        rss_kib(pid).unwrap() < closed + grown / 4
+    });
+}

@@ -598,7 +598,7 @@ fn forward_gap(
 ) {
     for entry in &gap.entries {
         let EntryKind::Message { message } = &entry.kind else { continue };
-        match message {
+        match message.as_ref() {
             Message::User(user) if lock_prompts(&watch.own_prompts).claim(&user_text(user)) => {
                 continue;
             }

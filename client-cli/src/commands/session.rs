@@ -481,7 +481,7 @@ mod tests {
     }
 
     fn user(text: &str) -> EntryKind {
-        EntryKind::Message { message: Message::User(UserMessage::text(text, 0)) }
+        EntryKind::Message { message: Message::User(UserMessage::text(text, 0)).into() }
     }
 
     #[test]

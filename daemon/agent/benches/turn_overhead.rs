@@ -30,8 +30,8 @@ impl Provider for InstantProvider {
             .messages
             .iter()
             .rev()
-            .take_while(|message| !matches!(message, Message::User(_)))
-            .filter(|message| matches!(message, Message::Assistant(_)))
+            .take_while(|message| !matches!(***message, Message::User(_)))
+            .filter(|message| matches!(***message, Message::Assistant(_)))
             .count();
         let mut events = vec![AssistantMessageEvent::Start];
         let mut content = Vec::new();

@@ -57,8 +57,8 @@ pub struct HarnessConfig {
     pub hooks: Arc<dyn AgentHooks>,
     /// Limits of every run that is not given its own.
     pub limits: RunLimits,
-    /// The history to continue (a resumed session).
-    pub messages: Vec<Message>,
+    /// The history to continue (a resumed session), shared with whoever loaded it.
+    pub messages: Vec<Arc<Message>>,
 }
 
 impl HarnessConfig {
@@ -127,8 +127,9 @@ pub(crate) struct State {
     hooks: Arc<dyn AgentHooks>,
     limits: RunLimits,
     /// The history, shared with the request in flight: a request takes it without copying,
-    /// and an append copies it only while a request still holds it.
-    messages: Arc<Vec<Message>>,
+    /// and an append copies it (the list, not the messages) only while a request still holds
+    /// it. Each message is shared too, with the session's entry tree.
+    messages: Arc<Vec<Arc<Message>>>,
     steering: Vec<QueuedMessage>,
     follow_up: VecDeque<FollowUp>,
     active: Option<ActiveRun>,
@@ -164,7 +165,7 @@ impl Shared {
 
     /// Appends a finished assistant message and emits its `MessageEnd`.
     pub(crate) fn append_message(&self, message: Message) {
-        Arc::make_mut(&mut self.lock().messages).push(message.clone());
+        Arc::make_mut(&mut self.lock().messages).push(Arc::new(message.clone()));
         self.events.emit(SessionEvent::MessageEnd { message });
     }
 
@@ -191,12 +192,12 @@ impl Shared {
     }
 
     /// The history as it is now (shared, not copied).
-    pub(crate) fn messages(&self) -> Arc<Vec<Message>> {
+    pub(crate) fn messages(&self) -> Arc<Vec<Arc<Message>>> {
         self.lock().messages.clone()
     }
 
     /// Replaces the history (compaction, repair).
-    pub(crate) fn replace_messages(&self, messages: Vec<Message>) {
+    pub(crate) fn replace_messages(&self, messages: Vec<Arc<Message>>) {
         self.lock().messages = Arc::new(messages);
     }
 
@@ -206,7 +207,7 @@ impl Shared {
     }
 
     /// The system prompt and history for the next request; the history is shared, not copied.
-    pub(crate) fn request_inputs(&self) -> (String, Arc<Vec<Message>>) {
+    pub(crate) fn request_inputs(&self) -> (String, Arc<Vec<Arc<Message>>>) {
         let state = self.lock();
         (state.system_prompt.clone(), state.messages.clone())
     }
@@ -496,13 +497,18 @@ impl Harness {
         let _ = idle.wait_for(|idle| *idle).await;
     }
 
-    /// A snapshot of the history.
+    /// A copy of the history.
     pub fn messages(&self) -> Vec<Message> {
-        self.shared.messages().as_ref().clone()
+        self.shared.messages().iter().map(|message| message.as_ref().clone()).collect()
+    }
+
+    /// The history as the harness holds it: each message shared, not copied.
+    pub fn shared_messages(&self) -> Arc<Vec<Arc<Message>>> {
+        self.shared.messages()
     }
 
     /// Replaces the history (branching, compaction). Fails with `Busy` during a run.
-    pub fn set_messages(&self, messages: Vec<Message>) -> Result<(), HarnessError> {
+    pub fn set_messages(&self, messages: Vec<Arc<Message>>) -> Result<(), HarnessError> {
         let mut state = self.shared.lock();
         if state.active.is_some() {
             return Err(HarnessError::Busy);

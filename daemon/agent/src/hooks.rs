@@ -10,6 +10,7 @@ use futures::future::{BoxFuture, FutureExt, ready};
 use rein_protocol::message::{ContentBlock, Message, ToolCall, ToolResultMessage};
 use rein_protocol::verify::RunOutcome;
 use serde_json::Value;
+use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
 /// What the next provider request will carry, shown to [`AgentHooks::before_request`].
@@ -22,7 +23,7 @@ pub struct RequestView<'a> {
     /// The system prompt in force.
     pub system_prompt: &'a str,
     /// The history that will be sent.
-    pub messages: &'a [Message],
+    pub messages: &'a [Arc<Message>],
 }
 
 /// Changes a host makes before a provider request. The default changes nothing.
@@ -32,7 +33,7 @@ pub struct RequestEdit {
     pub system_prompt: Option<String>,
     /// A new history, which replaces the harness's messages from here on (compaction, tool
     /// history repair).
-    pub messages: Option<Vec<Message>>,
+    pub messages: Option<Vec<Arc<Message>>>,
 }
 
 /// One tool call as the tool hooks see it.
@@ -170,8 +171,8 @@ pub trait AgentHooks: Send + Sync {
     /// `None` ends the run with an error.
     fn on_context_overflow<'a>(
         &'a self,
-        messages: &'a [Message],
-    ) -> BoxFuture<'a, Option<Vec<Message>>> {
+        messages: &'a [Arc<Message>],
+    ) -> BoxFuture<'a, Option<Vec<Arc<Message>>>> {
         let _ = messages;
         ready(None).boxed()
     }

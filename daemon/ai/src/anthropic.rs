@@ -39,7 +39,7 @@ pub fn request_body(request: &ProviderRequest, compat: &Compat) -> Value {
 pub fn body<'a>(request: &'a ProviderRequest, compat: &Compat) -> AnthropicBody<'a> {
     let model = &request.model;
     let mut messages: Vec<Turn<'a>> = Vec::with_capacity(request.context.messages.len());
-    for message in request.context.messages.iter() {
+    for message in request.context.messages.iter().map(|message| message.as_ref()) {
         match message {
             Message::User(user) => {
                 let content: Vec<Block<'a>> =

@@ -31,7 +31,7 @@ pub fn body<'a>(request: &'a ProviderRequest, compat: &Compat) -> ChatBody<'a> {
     // Images from tool results travel in a user message after the run of tool messages (a
     // tool message cannot hold images, and nothing may come between the tool messages).
     let mut tool_images: Vec<ChatPart<'a>> = Vec::new();
-    for message in request.context.messages.iter() {
+    for message in request.context.messages.iter().map(|message| message.as_ref()) {
         if !matches!(message, Message::ToolResult(_)) {
             flush_tool_images(&mut tool_images, &mut messages);
         }

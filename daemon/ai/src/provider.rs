@@ -17,9 +17,17 @@ pub struct RequestContext {
     /// The system prompt.
     pub system_prompt: String,
     /// The conversation so far.
-    pub messages: Arc<Vec<Message>>,
+    pub messages: Arc<Vec<Arc<Message>>>,
     /// Tools the model may call.
     pub tools: Arc<[ToolDefinition]>,
+}
+
+impl RequestContext {
+    /// Messages in the shared form [`RequestContext::messages`] holds them, for callers that
+    /// own theirs.
+    pub fn shared_history(messages: impl IntoIterator<Item = Message>) -> Arc<Vec<Arc<Message>>> {
+        Arc::new(messages.into_iter().map(Arc::new).collect())
+    }
 }
 
 /// Per-request options.

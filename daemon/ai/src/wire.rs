@@ -414,7 +414,7 @@ mod tests {
             model: model.clone(),
             context: RequestContext {
                 system_prompt: String::new(),
-                messages: vec![
+                messages: RequestContext::shared_history([
                     Message::User(UserMessage::text("list files", 0)),
                     assistant_turn(model, first),
                     Message::ToolResult(ToolResultMessage {
@@ -425,8 +425,7 @@ mod tests {
                         details: None,
                         timestamp: 0,
                     }),
-                ]
-                .into(),
+                ]),
                 tools: Arc::from([]),
             },
             options: StreamOptions::default(),
@@ -505,7 +504,7 @@ mod tests {
         let model = model(Api::Anthropic);
         let mut request = tool_loop(&model, vec![bash_call("toolu_1")]);
         if let Some(Message::ToolResult(result)) =
-            Arc::make_mut(&mut request.context.messages).last_mut()
+            Arc::make_mut(&mut request.context.messages).last_mut().map(Arc::make_mut)
         {
             result.content = vec![ContentBlock::text("  \n")];
         }

@@ -37,7 +37,10 @@ async fn a_configured_provider_streams_with_its_key_prices_and_retry_settings() 
     assert!(resolved.info.known);
     let request = ProviderRequest {
         model: resolved.info.clone(),
-        context: RequestContext { messages: hello().into(), ..RequestContext::default() },
+        context: RequestContext {
+            messages: RequestContext::shared_history(hello()),
+            ..RequestContext::default()
+        },
         options: StreamOptions::default(),
     };
     let events = collect(resolved.provider.as_ref(), request).await;

@@ -118,7 +118,7 @@ async fn allow_once_runs_the_call_and_the_next_call_asks_again() {
         |wanted: &dyn Fn(&SessionEvent) -> bool| events.seen.iter().position(wanted).unwrap();
     let reply_persisted = position(&|e| {
         matches!(e, SessionEvent::EntryAppended { entry } if matches!(&entry.kind,
-            EntryKind::Message { message: Message::Assistant(_) }))
+            EntryKind::Message { message } if matches!(**message, Message::Assistant(_))))
     });
     let started = position(&|e| matches!(e, SessionEvent::ToolExecutionStart { .. }));
     let asked = position(&|e| matches!(e, SessionEvent::ApprovalRequested { .. }));

@@ -69,7 +69,7 @@ fn turn(n: usize) -> Vec<EntryKind> {
             StopReason::Stop,
         ),
     ];
-    messages.into_iter().map(|message| EntryKind::Message { message }).collect()
+    messages.into_iter().map(|message| EntryKind::Message { message: message.into() }).collect()
 }
 
 fn entries(count: usize) -> Vec<EntryKind> {

@@ -407,7 +407,7 @@ impl Session {
             leaf,
             tokens,
             entries.iter().filter_map(|entry| match &entry.kind {
-                EntryKind::Message { message } => Some(Some(message)),
+                EntryKind::Message { message } => Some(Some(message.as_ref())),
                 EntryKind::BranchSummary { .. } | EntryKind::Compaction { .. } => Some(None),
                 _ => None,
             }),
@@ -557,7 +557,7 @@ impl Session {
         model: &ModelInfo,
         settings: &CompactionSettings,
         cancel: &CancellationToken,
-    ) -> Result<Vec<Message>, SessionError> {
+    ) -> Result<Vec<Arc<Message>>, SessionError> {
         let keep = settings.keep_recent(model.context_window);
         let job = self.prepare_compaction(CompactionReason::Overflow, None, keep)?;
         let outcome = job.summarize(provider, model, settings, cancel).await?;
@@ -961,12 +961,12 @@ mod tests {
             Ok("the answer"),
         ]);
         let cancel = CancellationToken::new();
-        let send = |messages: Vec<Message>| {
+        let send = |messages: Vec<Arc<Message>>| {
             let request = ProviderRequest {
                 model: model.clone(),
                 context: RequestContext {
                     system_prompt: "sys".into(),
-                    messages: messages.into(),
+                    messages: Arc::new(messages),
                     tools: std::sync::Arc::from([]),
                 },
                 options: StreamOptions::default(),
@@ -984,7 +984,7 @@ mod tests {
             summary_text(&retry_with[0]),
             format!("{COMPACTION_SUMMARY_PREFIX}what happened so far")
         );
-        assert_eq!(retry_with[1..], messages[6..]);
+        assert!(retry_with[1..].iter().map(|m| m.as_ref()).eq(&messages[6..]));
         let second = send(retry_with);
         assert_eq!(second, Ok("the answer".to_string()));
         let leaf = session.tree().get(session.leaf_id().unwrap()).unwrap();

@@ -43,6 +43,14 @@ struct Role<'a> {
     role: Cow<'a, str>,
 }
 
+/// The role of a message whose text starts with it (`{"role":"user",...`, as rein writes it),
+/// read without scanning the rest; `None` when the text starts otherwise.
+fn leading_role(raw: &str) -> Option<&str> {
+    let rest = raw.strip_prefix("{\"role\":\"")?;
+    let (role, after) = rest.split_once('"')?;
+    (after.starts_with(',') || after.starts_with('}')).then_some(role)
+}
+
 /// A message entry read in one pass; `None` when the line is not one (or is not well formed
 /// enough for the fast reading).
 fn message_entry(line: &[u8]) -> Option<SessionEntry> {
@@ -51,8 +59,12 @@ fn message_entry(line: &[u8]) -> Option<SessionEntry> {
         return None;
     }
     let raw = envelope.message?.get();
-    let role: Role<'_> = serde_json::from_str(raw).ok()?;
-    let message = match role.role.as_ref() {
+    // rein writes the role first; other writers get the role read by a full scan.
+    let role = match leading_role(raw) {
+        Some(role) => Cow::Borrowed(role),
+        None => serde_json::from_str::<Role<'_>>(raw).ok()?.role,
+    };
+    let message = match role.as_ref() {
         "user" => Message::User(serde_json::from_str::<UserMessage>(raw).ok()?),
         "assistant" => Message::Assistant(serde_json::from_str::<AssistantMessage>(raw).ok()?),
         "tool_result" => Message::ToolResult(serde_json::from_str::<ToolResultMessage>(raw).ok()?),
@@ -62,7 +74,7 @@ fn message_entry(line: &[u8]) -> Option<SessionEntry> {
         id: envelope.id,
         parent_id: envelope.parent_id,
         timestamp: envelope.timestamp,
-        kind: EntryKind::Message { message },
+        kind: EntryKind::Message { message: message.into() },
     })
 }
 
@@ -108,8 +120,8 @@ mod tests {
             timestamp: 5,
         };
         let entries = [
-            entry(EntryKind::Message { message: Message::User(UserMessage::text("hi", 1)) }),
-            entry(EntryKind::Message { message: Message::Assistant(assistant) }),
+            entry(EntryKind::Message { message: Message::User(UserMessage::text("hi", 1)).into() }),
+            entry(EntryKind::Message { message: Message::Assistant(assistant).into() }),
             entry(EntryKind::Message {
                 message: Message::ToolResult(ToolResultMessage {
                     tool_call_id: "c1".into(),
@@ -121,7 +133,8 @@ mod tests {
                     is_error: true,
                     details: Some(json!({"exit": 1})),
                     timestamp: 2,
-                }),
+                })
+                .into(),
             }),
             entry(EntryKind::SessionInfo { name: Some("n".into()) }),
             SessionEntry {
@@ -154,5 +167,8 @@ mod tests {
             }
         }
         assert!(message_entry(lines[0]).is_some(), "the fast reading takes reordered fields");
+        assert_eq!(leading_role(r#"{"role":"user","content":[]}"#), Some("user"));
+        assert_eq!(leading_role(r#"{"role":"us\"er","content":[]}"#), None);
+        assert_eq!(leading_role(r#"{ "role":"user"}"#), None);
     }
 }

@@ -101,8 +101,10 @@ impl Session {
         let mut total = Usage::default();
         for entry in self.tree().entries() {
             match &entry.kind {
-                EntryKind::Message { message: Message::Assistant(assistant) } => {
-                    total.add(&assistant.usage);
+                EntryKind::Message { message } => {
+                    if let Message::Assistant(assistant) = message.as_ref() {
+                        total.add(&assistant.usage);
+                    }
                 }
                 EntryKind::Compaction { usage: Some(usage), .. }
                 | EntryKind::BranchSummary { usage: Some(usage), .. } => total.add(usage),
@@ -120,10 +122,12 @@ impl Session {
         let mut last_run = None;
         for entry in self.tree().active_path() {
             match &entry.kind {
-                EntryKind::Message { message: Message::Assistant(assistant) } => {
-                    steps += 1;
-                    usage.add(&assistant.usage);
-                    last_stop = Some(assistant.stop_reason);
+                EntryKind::Message { message } => {
+                    if let Message::Assistant(assistant) = message.as_ref() {
+                        steps += 1;
+                        usage.add(&assistant.usage);
+                        last_stop = Some(assistant.stop_reason);
+                    }
                 }
                 EntryKind::RunEnd { reason, error, setup, .. } => {
                     last_run = Some((*reason, error.clone(), setup.clone()));
@@ -206,24 +210,30 @@ impl Session {
     }
 }
 
-fn markdown_entry(out: &mut String, entry: &SessionEntry) {
-    match &entry.kind {
-        EntryKind::Message { message: Message::User(user) } => {
+fn markdown_message(out: &mut String, message: &Message) {
+    match message {
+        Message::User(user) => {
             out.push_str("\n## User\n\n");
             markdown_blocks(out, &user.content);
         }
-        EntryKind::Message { message: Message::Assistant(assistant) } => {
+        Message::Assistant(assistant) => {
             out.push_str("\n## Assistant\n\n");
             markdown_blocks(out, &assistant.content);
             if let Some(error) = &assistant.error_message {
                 out.push_str(&format!("**Error:** {error}\n\n"));
             }
         }
-        EntryKind::Message { message: Message::ToolResult(result) } => {
+        Message::ToolResult(result) => {
             let status = if result.is_error { " (error)" } else { "" };
             out.push_str(&format!("\n### Tool result: {}{status}\n\n", result.tool_name));
             fenced(out, "text", &result.text());
         }
+    }
+}
+
+fn markdown_entry(out: &mut String, entry: &SessionEntry) {
+    match &entry.kind {
+        EntryKind::Message { message } => markdown_message(out, message),
         EntryKind::Compaction { summary, .. } => {
             out.push_str("\n## Context compacted\n\n");
             out.push_str(summary);

@@ -33,7 +33,10 @@ pub fn summarize_file(path: &Path) -> Result<SessionSummary, SessionError> {
     let first_prompt = line_at(rest, rest.find(USER_MESSAGE_MARK))
         .and_then(|line| serde_json::from_str::<SessionEntry>(line).ok())
         .and_then(|entry| match entry.kind {
-            EntryKind::Message { message: Message::User(user) } => Some(shorten(&user.content)),
+            EntryKind::Message { message } => match message.as_ref() {
+                Message::User(user) => Some(shorten(&user.content)),
+                _ => None,
+            },
             _ => None,
         });
     let name = line_at(rest, rest.rfind(SESSION_INFO_MARK))

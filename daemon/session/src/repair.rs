@@ -6,6 +6,7 @@
 //! run on every replay); [`repair_tool_history`] adds the rule that answers dangling calls,
 //! for the load-time repair and for the check before each request.
 
+use std::borrow::Borrow;
 use std::collections::{HashMap, HashSet};
 
 use rein_protocol::entry::RepairAction;
@@ -334,9 +335,9 @@ pub fn unique_call_ids(mut messages: Vec<Message>) -> Vec<Message> {
 
 /// Whether [`repair_messages`] would return `messages` unchanged: the tool history is valid
 /// and no reply uses one call id twice. Checked without copying anything.
-pub fn needs_no_repair(messages: &[Message]) -> bool {
+pub fn needs_no_repair<M: Borrow<Message>>(messages: &[M]) -> bool {
     is_valid_tool_history(messages)
-        && messages.iter().all(|message| match message {
+        && messages.iter().all(|message| match message.borrow() {
             Message::Assistant(assistant) => {
                 let mut ids: Vec<&str> = assistant.tool_calls().map(|c| c.id.as_str()).collect();
                 let count = ids.len();
@@ -350,8 +351,8 @@ pub fn needs_no_repair(messages: &[Message]) -> bool {
 
 /// Whether every tool call on the path has exactly one result, directly behind its call in
 /// call order, and every result has a call. What providers require.
-pub fn is_valid_tool_history(messages: &[Message]) -> bool {
-    is_valid_sequence(messages.iter().map(Some))
+pub fn is_valid_tool_history<M: Borrow<Message>>(messages: &[M]) -> bool {
+    is_valid_sequence(messages.iter().map(|message| Some(message.borrow())))
 }
 
 /// [`is_valid_tool_history`] over a sequence where `None` stands for a user message that is

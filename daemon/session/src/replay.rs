@@ -1,6 +1,7 @@
 //! Replay: the state a path of entries puts in force, and the messages the next request sends.
 
 use std::borrow::Cow;
+use std::sync::Arc;
 
 use rein_protocol::entry::RepairAction;
 use rein_protocol::message::{ContentBlock, Message, UserMessage};
@@ -152,7 +153,7 @@ pub fn context_entries<'a>(path: &[&'a SessionEntry]) -> Vec<&'a SessionEntry> {
 /// without copying any message.
 pub fn context_is_valid(entries: &[&SessionEntry]) -> bool {
     crate::repair::is_valid_sequence(entries.iter().filter_map(|entry| match &entry.kind {
-        EntryKind::Message { message } => Some(Some(message)),
+        EntryKind::Message { message } => Some(Some(message.as_ref())),
         EntryKind::BranchSummary { .. } | EntryKind::Compaction { .. } => Some(None),
         _ => None,
     }))
@@ -175,6 +176,26 @@ pub fn context_message_list(path: &[&SessionEntry]) -> Vec<Message> {
         return messages.into_iter().map(|m| m.message).collect();
     }
     entries.iter().filter_map(|entry| context_message(entry)).collect()
+}
+
+/// [`context_message_list`] with each message shared with the entry that holds it (summaries
+/// are made fresh): what the harness keeps as its history, so that a loaded session holds one
+/// copy of each message. Messages are copied only when the tool history needs normalizing.
+pub fn context_shared_list(path: &[&SessionEntry]) -> Vec<Arc<Message>> {
+    let entries = context_entries(path);
+    if !context_is_valid(&entries) {
+        let messages = normalize_tool_history(messages_of(&entries)).0;
+        return messages.into_iter().map(|m| Arc::new(m.message)).collect();
+    }
+    entries.iter().filter_map(|entry| context_message_shared(entry)).collect()
+}
+
+/// [`context_message`], sharing the entry's own message.
+fn context_message_shared(entry: &SessionEntry) -> Option<Arc<Message>> {
+    match &entry.kind {
+        EntryKind::Message { message } => Some(Arc::clone(message)),
+        _ => context_message_ref(entry).map(|message| Arc::new(message.into_owned())),
+    }
 }
 
 /// The message a context entry contributes (see [`context_entries`]): a compaction's summary,
@@ -211,7 +232,7 @@ fn messages_of(entries: &[&SessionEntry]) -> Vec<PathMessage> {
 /// user message. Other kinds contribute none.
 pub fn entry_message(entry: &SessionEntry) -> Option<Message> {
     match &entry.kind {
-        EntryKind::Message { message } => Some(message.clone()),
+        EntryKind::Message { message } => Some(message.as_ref().clone()),
         EntryKind::BranchSummary { summary, .. } => {
             Some(summary_message(BRANCH_SUMMARY_PREFIX, summary, &entry.timestamp))
         }
@@ -261,7 +282,7 @@ mod tests {
     }
 
     fn message(p: PathMessage, parent: Option<&str>) -> SessionEntry {
-        entry(&p.entry_id, parent, EntryKind::Message { message: p.message })
+        entry(&p.entry_id, parent, EntryKind::Message { message: p.message.into() })
     }
 
     fn text_of(message: &Message) -> String {

@@ -126,7 +126,7 @@ impl Session {
         }
         let mut entries: Vec<(Option<String>, EntryKind)> = added
             .into_iter()
-            .map(|m| (Some(m.entry_id), EntryKind::Message { message: m.message }))
+            .map(|m| (Some(m.entry_id), EntryKind::Message { message: m.message.into() }))
             .collect();
         entries.push((None, EntryKind::Repair { actions: actions.clone() }));
         let written = self.append_entries(entries)?;
@@ -198,13 +198,15 @@ impl Session {
 
     /// The messages to send in the next request: [`Session::context_messages`] with the full
     /// tool-history repair applied in memory, so the request is always valid. A history that
-    /// needs no repair (the common case) is returned as it is, without running the rules.
-    pub fn request_messages(&self) -> Vec<Message> {
-        let messages = self.context_messages();
+    /// needs no repair (the common case) is returned as it is, without running the rules, and
+    /// shares each message with its entry (no copy: the harness keeps this as its history).
+    pub fn request_messages(&self) -> Vec<Arc<Message>> {
+        let messages = crate::replay::context_shared_list(&self.tree.active_path());
         if crate::repair::needs_no_repair(&messages) {
             return messages;
         }
-        crate::repair::repair_messages(messages, now_millis())
+        let owned = messages.iter().map(|message| message.as_ref().clone()).collect();
+        crate::repair::repair_messages(owned, now_millis()).into_iter().map(Arc::new).collect()
     }
 
     /// Appends one entry after the active leaf; it becomes the leaf. Durable on return.
@@ -230,7 +232,7 @@ impl Session {
 
     /// Appends a message after the active leaf.
     pub fn append_message(&mut self, message: Message) -> Result<SessionEntry, SessionError> {
-        self.append(EntryKind::Message { message })
+        self.append(EntryKind::Message { message: message.into() })
     }
 
     /// Records a model change.
@@ -415,6 +417,44 @@ mod tests {
         assert_eq!(report, LoadReport::default());
         assert_eq!(session.replay(), before);
         assert_eq!(session.replay().thinking_level, Some(ThinkingLevel::Low));
+    }
+
+    /// A loaded session holds one copy of each message: the history handed to the harness
+    /// is made of the entry tree's own allocations, not of copies.
+    #[test]
+    fn request_messages_share_the_entries_messages() {
+        let (_dir, store) = store();
+        let mut session = store.create("/p").unwrap();
+        append(&mut session, user("one"));
+        append(&mut session, assistant("a", &["c1"]));
+        append(&mut session, result("r", "c1"));
+        session.set_name(Some("named".into())).unwrap();
+        append(&mut session, user("two"));
+        let id = session.id().to_string();
+        drop(session);
+        let (session, _) = store.open(&id).unwrap();
+        let history = session.request_messages();
+        let held: Vec<&Arc<Message>> = session
+            .tree()
+            .active_path()
+            .into_iter()
+            .filter_map(|entry| match &entry.kind {
+                EntryKind::Message { message } => Some(message),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(history.len(), 4);
+        assert_eq!(held.len(), history.len());
+        for (shared, entry) in history.iter().zip(held) {
+            assert!(Arc::ptr_eq(shared, entry), "{shared:?} was copied");
+            assert_eq!(Arc::strong_count(shared), 2, "held by the tree and the history only");
+        }
+        drop(history);
+        let tree_only = session.tree().entries().iter().find_map(|entry| match &entry.kind {
+            EntryKind::Message { message } => Some(Arc::strong_count(message)),
+            _ => None,
+        });
+        assert_eq!(tree_only, Some(1));
     }
 
     #[test]

@@ -118,7 +118,10 @@ pub async fn request_summary(
         model: model.model.clone(),
         context: RequestContext {
             system_prompt: SUMMARY_SYSTEM_PROMPT.to_string(),
-            messages: vec![Message::User(UserMessage::text(prompt, now_millis()))].into(),
+            messages: RequestContext::shared_history([Message::User(UserMessage::text(
+                prompt,
+                now_millis(),
+            ))]),
             tools: Arc::from([]),
         },
         options: StreamOptions {
@@ -187,9 +190,11 @@ pub(crate) mod tests {
                 .lock()
                 .unwrap()
                 .iter()
-                .map(|r| match &r.context.messages[..] {
-                    [Message::User(u)] => blocks_text(&u.content),
-                    other => format!("{other:?}"),
+                .map(|r| {
+                    match r.context.messages.iter().map(|m| m.as_ref()).collect::<Vec<_>>()[..] {
+                        [Message::User(u)] => blocks_text(&u.content),
+                        ref other => format!("{other:?}"),
+                    }
                 })
                 .collect()
         }

@@ -1,6 +1,9 @@
 //! The entry tree in memory: entries in file order, parent links, the active leaf and paths.
 
 use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
+
+use hashbrown::hash_table::{Entry, HashTable};
 
 use rein_protocol::{EntryKind, SessionEntry};
 use serde_json::json;
@@ -36,7 +39,10 @@ pub fn leaf_move_kind(target: Option<&str>) -> EntryKind {
 #[derive(Debug, Clone, Default)]
 pub struct SessionTree {
     entries: Vec<SessionEntry>,
-    index: HashMap<String, usize>,
+    /// Positions in `entries` by id: the table holds positions only, the ids are the entries'
+    /// own (no second copy of 100,000 ids).
+    index: HashTable<usize>,
+    hasher: RandomState,
     parents: Vec<Option<usize>>,
     leaf: Option<usize>,
 }
@@ -55,14 +61,32 @@ impl SessionTree {
     /// Adds an entry (already written to the file) and moves the leaf as replay would.
     pub fn push(&mut self, entry: SessionEntry) {
         let position = self.entries.len();
-        let parent = entry.parent_id.as_deref().and_then(|id| self.index.get(id).copied());
+        let parent = entry.parent_id.as_deref().and_then(|id| self.position(id));
         match leaf_move_target(&entry.kind) {
-            Some(target) => self.leaf = target.and_then(|id| self.index.get(id).copied()),
+            Some(target) => self.leaf = target.and_then(|id| self.position(id)),
             None => self.leaf = Some(position),
         }
-        self.index.insert(entry.id.clone(), position);
+        let hash = self.hasher.hash_one(entry.id.as_str());
+        let (entries, hasher) = (&self.entries, &self.hasher);
+        // A repeated id (a damaged file) names its latest entry, as a map insert would.
+        match self.index.entry(
+            hash,
+            |&i| entries[i].id == entry.id,
+            |&i| hasher.hash_one(entries[i].id.as_str()),
+        ) {
+            Entry::Occupied(mut slot) => *slot.get_mut() = position,
+            Entry::Vacant(slot) => {
+                slot.insert(position);
+            }
+        }
         self.parents.push(parent);
         self.entries.push(entry);
+    }
+
+    /// The position of the entry with this id.
+    fn position(&self, id: &str) -> Option<usize> {
+        let hash = self.hasher.hash_one(id);
+        self.index.find(hash, |&i| self.entries[i].id == id).copied()
     }
 
     /// Every entry in file order.
@@ -77,12 +101,12 @@ impl SessionTree {
 
     /// The entry with this id.
     pub fn get(&self, id: &str) -> Option<&SessionEntry> {
-        self.index.get(id).map(|&i| &self.entries[i])
+        self.position(id).map(|i| &self.entries[i])
     }
 
     /// Whether an entry has this id.
     pub fn contains(&self, id: &str) -> bool {
-        self.index.contains_key(id)
+        self.position(id).is_some()
     }
 
     /// The active leaf's id; `None` for an empty conversation.
@@ -93,7 +117,7 @@ impl SessionTree {
     /// The root-to-entry path ending at `id` (empty for `None` or an unknown id).
     pub fn path_to(&self, id: Option<&str>) -> Vec<&SessionEntry> {
         let mut path = Vec::new();
-        let mut cursor = id.and_then(|id| self.index.get(id).copied());
+        let mut cursor = id.and_then(|id| self.position(id));
         while let Some(i) = cursor {
             path.push(&self.entries[i]);
             cursor = self.parents[i];
@@ -168,6 +192,15 @@ mod tests {
         assert_eq!(tree.leaf_id(), None);
         assert!(tree.active_path().is_empty());
         assert_eq!(ids(tree.path_to(Some("b"))), ["a", "b"]);
+    }
+
+    #[test]
+    fn a_repeated_id_names_its_latest_entry() {
+        let again = entry("a", Some("b"), EntryKind::SessionInfo { name: Some("again".into()) });
+        let tree = SessionTree::from_entries(vec![info("a", None), info("b", Some("a")), again]);
+        assert_eq!(tree.get("a").unwrap().parent_id.as_deref(), Some("b"));
+        assert!(tree.contains("b") && !tree.contains("z"));
+        assert_eq!(tree.entries().len(), 3);
     }
 
     #[test]

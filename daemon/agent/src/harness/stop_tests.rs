@@ -72,7 +72,7 @@ async fn a_stop_hook_sends_the_run_on_and_decides_the_outcome() {
     assert_history_valid(&messages);
     let third = &provider.requests()[2].context.messages;
     assert!(matches!(
-        third.last(),
+        third.last().map(|message| message.as_ref()),
         Some(Message::User(user)) if user.content == vec![ContentBlock::text("the check failed")]
     ));
 }

@@ -141,7 +141,7 @@ async fn a_two_turn_tool_run_emits_exactly_this_sequence() {
     // The second request carries the tool result.
     let second = &provider.requests()[1].context.messages;
     assert_eq!(second.len(), 3);
-    match &second[2] {
+    match second[2].as_ref() {
         Message::ToolResult(result) => {
             assert_eq!(result.tool_call_id, "c1");
             assert_eq!(result.text(), "pong");
@@ -257,7 +257,7 @@ async fn single_call_result(
     assert_history_valid(&messages);
     // The model saw the result in the next request.
     let next = &provider.requests()[1].context.messages;
-    match next.last() {
+    match next.last().map(|message| message.as_ref()) {
         Some(Message::ToolResult(result)) => result.clone(),
         other => panic!("expected a tool result, got {other:?}"),
     }
@@ -352,7 +352,7 @@ async fn steering_is_delivered_after_the_tool_batch() {
     let second = &provider.requests()[1].context.messages;
     assert_eq!(second.len(), 4);
     assert_eq!(
-        second[3],
+        *second[3],
         Message::User(UserMessage { content: text("change course"), ..user_at(&second[3]) })
     );
     assert!(harness.queues().steering.is_empty());
@@ -464,7 +464,7 @@ async fn images_in_a_prompt_reach_the_provider() {
     ];
     harness.prompt(content.clone()).unwrap();
     until_settled(&mut events).await;
-    match &provider.requests()[0].context.messages[0] {
+    match provider.requests()[0].context.messages[0].as_ref() {
         Message::User(user) => assert_eq!(user.content, content),
         other => panic!("{other:?}"),
     }
@@ -785,12 +785,15 @@ impl AgentHooks for TestHooks {
 
     fn on_context_overflow<'a>(
         &'a self,
-        messages: &'a [Message],
-    ) -> BoxFuture<'a, Option<Vec<Message>>> {
+        messages: &'a [Arc<Message>],
+    ) -> BoxFuture<'a, Option<Vec<Arc<Message>>>> {
         Box::pin(async move {
             *self.overflows.lock().unwrap() += 1;
             let last = messages.last().cloned()?;
-            Some(vec![Message::User(UserMessage::text("summary of earlier work", 0)), last])
+            Some(vec![
+                Arc::new(Message::User(UserMessage::text("summary of earlier work", 0))),
+                last,
+            ])
         })
     }
 }
@@ -843,14 +846,14 @@ async fn a_context_overflow_is_compacted_and_retried_once_per_run() {
     ];
     let (harness, mut events) = harness_with(provider.clone(), vec![], |config| {
         config.hooks = hooks.clone();
-        config.messages = old;
+        config.messages = old.into_iter().map(Arc::new).collect();
     });
     harness.prompt(text("new question")).unwrap();
     let seen = until_settled(&mut events).await;
     assert_eq!(ends(&seen), vec![(EndReason::Completed, None, 1)]);
     let retried = &provider.requests()[1].context.messages;
     assert_eq!(retried.len(), 2);
-    assert_eq!(retried[0], Message::User(UserMessage::text("summary of earlier work", 0)));
+    assert_eq!(*retried[0], Message::User(UserMessage::text("summary of earlier work", 0)));
     let roles: Vec<&str> = harness.messages().iter().map(role).collect();
     assert_eq!(roles, vec!["user", "user", "assistant"]);
 
@@ -887,7 +890,7 @@ async fn history_and_settings_change_between_runs_only_where_it_is_safe() {
     assert!(provider.requests().iter().all(|r| r.options.thinking == ThinkingLevel::Off));
 
     let replacement = vec![Message::User(UserMessage::text("branch point", 0))];
-    harness.set_messages(replacement.clone()).unwrap();
+    harness.set_messages(replacement.iter().cloned().map(Arc::new).collect()).unwrap();
     assert_eq!(harness.messages(), replacement);
     let next = ScriptedProvider::new(vec![text_reply("on the branch")]);
     let mut other_model = model();
@@ -1127,10 +1130,10 @@ async fn hooks_can_rewrite_arguments_and_continue_a_completing_run() {
     assert!(results[1].1, "a rewrite that breaks the schema is an error: {results:?}");
     let third = &provider.requests()[2].context.messages;
     assert_eq!(
-        third.last(),
+        third.last().map(|message| message.as_ref()),
         Some(&Message::User(UserMessage {
             content: text("not done yet: run the tests"),
-            timestamp: match third.last() {
+            timestamp: match third.last().map(|message| message.as_ref()) {
                 Some(Message::User(user)) => user.timestamp,
                 _ => 0,
             },

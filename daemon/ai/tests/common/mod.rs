@@ -60,7 +60,7 @@ pub(crate) fn request(api: Api, messages: Vec<Message>) -> ProviderRequest {
         model: model(api),
         context: RequestContext {
             system_prompt: "You are a test.".into(),
-            messages: messages.into(),
+            messages: RequestContext::shared_history(messages),
             tools: Arc::from([ToolDefinition {
                 name: "bash".into(),
                 description: "Run a command".into(),

@@ -122,8 +122,8 @@ impl AgentHooks for SessionHooks {
 
     fn on_context_overflow<'a>(
         &'a self,
-        messages: &'a [Message],
-    ) -> BoxFuture<'a, Option<Vec<Message>>> {
+        messages: &'a [Arc<Message>],
+    ) -> BoxFuture<'a, Option<Vec<Arc<Message>>>> {
         let _ = messages;
         async move {
             match self.session.upgrade() {
@@ -192,7 +192,7 @@ impl Drop for PendingApproval<'_> {
 impl CodingSession {
     /// Before each request: a fresh system prompt when the project context changed, a
     /// compaction when the context passed the threshold, and a valid tool history.
-    async fn before_request(&self, messages: &[Message]) -> RequestEdit {
+    async fn before_request(&self, messages: &[Arc<Message>]) -> RequestEdit {
         let system_prompt = self.live().prompt.refresh();
         if system_prompt.is_some() {
             tracing::debug!(session = %self.id, "project context changed; system prompt rebuilt");
@@ -212,14 +212,16 @@ impl CodingSession {
             compacted
         } else {
             tracing::warn!(session = %self.id, "repairing the tool history before a request");
-            Some(repair_messages(current.to_vec(), rein_protocol::clock::now_ms()))
+            let owned = current.iter().map(|message| message.as_ref().clone()).collect();
+            let repaired = repair_messages(owned, rein_protocol::clock::now_ms());
+            Some(repaired.into_iter().map(Arc::new).collect())
         };
         RequestEdit { system_prompt, messages }
     }
 
     /// Compacts when the recorded context passed the model's window minus the reserve;
     /// returns the history to continue with.
-    async fn compact_at_threshold(&self) -> Option<Vec<Message>> {
+    async fn compact_at_threshold(&self) -> Option<Vec<Arc<Message>>> {
         let (provider, model) = self.live().model.usable().ok()?;
         let settings = &self.env().defaults.compaction.clone();
         let needed = self.journal.read(|file| file.needs_compaction(&model, settings)).ok()?;
@@ -244,7 +246,7 @@ impl CodingSession {
     /// tail verbatim (the rule of `Session::recover_from_overflow`, done here in
     /// steps so the file is not locked during the model call), and returns the history to
     /// retry with.
-    async fn recover_from_overflow(&self) -> Option<Vec<Message>> {
+    async fn recover_from_overflow(&self) -> Option<Vec<Arc<Message>>> {
         self.pump.catch_up().await;
         let (provider, model) = self.live().model.usable().ok()?;
         let keep = self.env().defaults.compaction.keep_recent(model.context_window);

@@ -940,7 +940,9 @@ fn queue_result(receipt: PromptReceipt) -> QueueMessageResult {
 fn total_usage(entries: &[SessionEntry]) -> Usage {
     let mut usage = Usage::default();
     for entry in entries {
-        if let EntryKind::Message { message: Message::Assistant(assistant) } = &entry.kind {
+        if let EntryKind::Message { message } = &entry.kind
+            && let Message::Assistant(assistant) = message.as_ref()
+        {
             usage.add(&assistant.usage);
         }
     }

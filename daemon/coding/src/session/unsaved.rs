@@ -125,7 +125,7 @@ impl Unsaved {
                 Message::ToolResult(result) => open.remove(result.tool_call_id.as_str()),
                 _ => false,
             })
-            .map(|message| EntryKind::Message { message: message.clone() })
+            .map(|message| EntryKind::Message { message: message.clone().into() })
             .collect()
     }
 

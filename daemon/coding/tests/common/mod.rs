@@ -235,7 +235,7 @@ pub(crate) fn file_messages(path: &Path) -> Vec<Message> {
         .filter_map(|line| {
             let entry: rein_protocol::SessionEntry = serde_json::from_str(line).unwrap();
             match entry.kind {
-                rein_protocol::EntryKind::Message { message } => Some(message),
+                rein_protocol::EntryKind::Message { message } => Some(message.as_ref().clone()),
                 _ => None,
             }
         })
