@@ -35,10 +35,33 @@ fn without_provider_keys(command: &mut Command) {
 /// How long to wait for the daemon to come up or go away.
 pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// The directory holding the workspace's binaries for the profile these tests run under.
+/// Names a directory of already built `reind` and `rein` binaries for the end-to-end tests to
+/// run instead of building their own profile's (CI points it at `target/release`).
+pub const BIN_DIR_VARIABLE: &str = "REIN_TEST_BIN_DIR";
+
+/// The directory holding the binaries the tests run: `$REIN_TEST_BIN_DIR` when set, else the
+/// workspace's binaries for the profile these tests run under, built on first use.
 pub fn bin_dir() -> PathBuf {
     static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT.get_or_init(build_binaries).clone()
+    BUILT
+        .get_or_init(|| match std::env::var_os(BIN_DIR_VARIABLE).filter(|dir| !dir.is_empty()) {
+            Some(dir) => given_binaries(PathBuf::from(dir)),
+            None => build_binaries(),
+        })
+        .clone()
+}
+
+/// Checks that a directory named by `REIN_TEST_BIN_DIR` holds both binaries, so a wrong path
+/// fails loudly instead of testing something else.
+fn given_binaries(dir: PathBuf) -> PathBuf {
+    for name in ["reind", "rein"] {
+        assert!(
+            dir.join(name).is_file(),
+            "{BIN_DIR_VARIABLE}={} holds no `{name}` binary",
+            dir.display()
+        );
+    }
+    dir
 }
 
 fn build_binaries() -> PathBuf {
@@ -223,3 +246,24 @@ impl Drop for DaemonFixture {
 }
 
 pub use crate::connection::RawConnection;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[should_panic(expected = "holds no `reind` binary")]
+    fn a_binary_directory_without_the_binaries_is_refused() {
+        let empty = tempfile::tempdir().unwrap();
+        given_binaries(empty.path().to_path_buf());
+    }
+
+    #[test]
+    fn a_binary_directory_with_both_binaries_is_used() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["reind", "rein"] {
+            std::fs::write(dir.path().join(name), b"").unwrap();
+        }
+        assert_eq!(given_binaries(dir.path().to_path_buf()), dir.path());
+    }
+}
