@@ -379,20 +379,7 @@ impl Layout {
 
 /// `text` padded or cut to exactly `width` columns.
 fn fit(text: &str, width: usize, theme: Theme) -> String {
-    if text.width() <= width {
-        return format!("{text}{}", " ".repeat(width - text.width()));
-    }
-    let ellipsis = theme.symbol(Symbol::Ellipsis);
-    let mut out = String::new();
-    for c in text.chars() {
-        if out.width() + ellipsis.width() + unicode_width::UnicodeWidthChar::width(c).unwrap_or(0)
-            > width
-        {
-            break;
-        }
-        out.push(c);
-    }
-    out.push_str(ellipsis);
+    let mut out = super::transcript::shorten_to(text, width, theme);
     let pad = width.saturating_sub(out.width());
     out.push_str(&" ".repeat(pad));
     out

@@ -392,7 +392,7 @@ fn cell_lines(
 }
 
 /// `text` cut to `width` columns with an ellipsis.
-fn shorten_to(text: &str, width: usize, theme: Theme) -> String {
+pub(super) fn shorten_to(text: &str, width: usize, theme: Theme) -> String {
     use unicode_width::UnicodeWidthStr;
     if text.width() <= width {
         return text.to_string();
