@@ -107,7 +107,7 @@ pub async fn connect_stream(socket: &Path) -> Result<Stream, ClientError> {
 pub async fn connect_or_start_stream(socket: &Path) -> Result<Stream, ClientError> {
     match connect_stream(socket).await {
         Ok(stream) => Ok(stream),
-        Err(ClientError::Connect { .. }) => {
+        Err(ClientError::Connect { source, .. }) if nobody_listens(&source) => {
             let socket_owned = socket.to_path_buf();
             tokio::task::spawn_blocking(move || launcher::start_daemon(&socket_owned))
                 .await
@@ -116,6 +116,13 @@ pub async fn connect_or_start_stream(socket: &Path) -> Result<Stream, ClientErro
         }
         Err(other) => Err(other),
     }
+}
+
+/// Whether a failed connect means no daemon is there (no socket, or a stale one), so one may
+/// be started. Anything else (a socket this user may not reach, say) is reported as it is:
+/// starting a daemon would not help.
+fn nobody_listens(error: &std::io::Error) -> bool {
+    matches!(error.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused)
 }
 
 /// True for the failures that mean the daemon went away (a reset, a broken pipe, end of
@@ -230,6 +237,11 @@ impl Client {
         loop {
             let received = match std::mem::replace(&mut sent, Ok(())) {
                 Ok(()) => self.read_message().await,
+                // A daemon that refused the connection may have said why before closing it.
+                Err(error) if is_cut_off(&error) => match self.read_message().await {
+                    Ok(message) => Ok(message),
+                    Err(_) => Err(error),
+                },
                 Err(error) => Err(error),
             };
             let message = match received {
@@ -245,7 +257,11 @@ impl Client {
                 self.notifications.push_back(message);
                 continue;
             }
-            if message.get("id").and_then(Value::as_u64) != Some(id) {
+            // An error with a null id is about the connection itself (refused, over a
+            // limit): the daemon closes it next, so it answers this call.
+            let connection_error =
+                message.get("error").is_some() && message.get("id").is_none_or(Value::is_null);
+            if !connection_error && message.get("id").and_then(Value::as_u64) != Some(id) {
                 continue;
             }
             return response_result(message);

@@ -100,9 +100,15 @@ pub struct DaemonFixture {
 impl DaemonFixture {
     /// A fixture whose daemon is not started yet.
     pub fn new() -> Self {
-        let home = tempfile::Builder::new().prefix("rein-e2e-").tempdir().unwrap_or_else(|e| {
-            panic!("cannot create a temp REIN_HOME: {e}");
-        });
+        Self::new_in(&std::env::temp_dir())
+    }
+
+    /// A fixture whose home is a new directory in `parent`, its daemon not started yet.
+    pub fn new_in(parent: &Path) -> Self {
+        let home =
+            tempfile::Builder::new().prefix("rein-e2e-").tempdir_in(parent).unwrap_or_else(|e| {
+                panic!("cannot create a temp REIN_HOME in {}: {e}", parent.display())
+            });
         let socket = home.path().join("run").join("reind.sock");
         Self { home, socket, child: None }
     }

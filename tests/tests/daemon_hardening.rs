@@ -4,6 +4,7 @@ use rein_testkit::daemon::DaemonFixture;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
+use std::path::Path;
 
 #[test]
 fn five_hundred_concurrent_connections_are_served() {
@@ -28,8 +29,20 @@ fn connections_from_another_user_are_refused() {
         eprintln!("needs root to run a client as another user; skipped");
         return;
     }
-    let daemon = DaemonFixture::start();
-    // Open the directory and socket to everyone, so only the peer check stands in the way.
+    // The other user must be able to reach the socket, so only the peer check stands in the
+    // way: the home goes under /tmp (TMPDIR may be private), whose ancestors must let anyone
+    // through.
+    let parent = Path::new("/tmp");
+    if let Some(closed) = parent.ancestors().find(|dir| !others_may_enter(dir)) {
+        eprintln!(
+            "{} is closed to other users, so no other user can reach a socket; skipped",
+            closed.display()
+        );
+        return;
+    }
+    let mut daemon = DaemonFixture::new_in(parent);
+    daemon.spawn();
+    // Open the directory and socket to everyone.
     let run_dir = daemon.socket().parent().unwrap();
     for path in [daemon.home(), run_dir, daemon.socket()] {
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777)).unwrap();
@@ -43,10 +56,16 @@ fn connections_from_another_user_are_refused() {
         .output()
         .unwrap();
     assert!(!output.status.success(), "a client of another user was served: {output:?}");
+    // The daemon says why before closing, and the client passes it on.
     let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("connection"), "{stderr}");
+    assert!(stderr.contains("connections from another user are refused"), "{stderr}");
     let log = std::fs::read_to_string(daemon.home().join("logs").join("reind.log")).unwrap();
     assert!(log.contains("refused a connection from another user"), "{log}");
     // The owner is still served.
     assert!(daemon.run_rein(&["rpc", "daemon/info"]).status.success());
+}
+
+/// Whether users other than the owner may pass through `dir` (its "others" execute bit).
+fn others_may_enter(dir: &Path) -> bool {
+    std::fs::metadata(dir).is_ok_and(|meta| meta.permissions().mode() & 0o001 != 0)
 }

@@ -53,6 +53,12 @@ const FINAL_LINE_WAIT: Duration = Duration::from_secs(1);
 /// Serves one connection until the client hangs up or the daemon shuts down.
 pub async fn serve(stream: Stream, daemon: Arc<Daemon>, methods: Methods, id: usize) {
     if !peer_is_same_user(&stream) {
+        let refused = RpcError::new(
+            ErrorKind::InvalidRequest,
+            "this daemon serves only the user who started it; connections from another user \
+             are refused",
+        );
+        send_final_line(stream, &refused).await;
         return;
     }
     if daemon.connection_opened() {
@@ -66,16 +72,21 @@ pub async fn serve(stream: Stream, daemon: Arc<Daemon>, methods: Methods, id: us
         daemon.overflow_closed();
     } else {
         tracing::warn!(connection = id, "connection limit reached; refusing the connection");
-        let (_, send) = tokio::io::split(stream);
-        let line = error_line(Id::Null, &over_limit(&daemon));
-        let mut send = send;
-        let _ = tokio::time::timeout(FINAL_LINE_WAIT, async {
-            let _ = send.write_all(line.get().as_bytes()).await;
-            let _ = send.write_all(b"\n").await;
-            let _ = send.flush().await;
-        })
-        .await;
+        send_final_line(stream, &over_limit(&daemon)).await;
     }
+}
+
+/// Writes one JSON-RPC error line (id `null`) to a connection that is refused, waiting at most
+/// [`FINAL_LINE_WAIT`] for a client that does not read, and closes it.
+async fn send_final_line(stream: Stream, error: &RpcError) {
+    let (_, mut send) = tokio::io::split(stream);
+    let line = error_line(Id::Null, error);
+    let _ = tokio::time::timeout(FINAL_LINE_WAIT, async {
+        let _ = send.write_all(line.get().as_bytes()).await;
+        let _ = send.write_all(b"\n").await;
+        let _ = send.flush().await;
+    })
+    .await;
 }
 
 fn over_limit(daemon: &Daemon) -> RpcError {

@@ -35,8 +35,8 @@ pub(super) fn intro(doc: &mut Markdown) {
         "The daemon speaks [JSON-RPC 2.0](https://www.jsonrpc.org/specification) over a Unix \
          domain socket at `$REIN_HOME/run/reind.sock` (`REIN_HOME` defaults to \
          `~/.local/share/rein`). The socket is only open to the user who runs the daemon: it \
-         is created with mode 0600 in a 0700 directory, and connections from another user id \
-         are refused.",
+         is created with mode 0600 in a 0700 directory, and a connection from another user id \
+         gets one `invalid_request` error line (id `null`) and is closed.",
     );
     doc.block(
         "A client that would rather spawn a process than open a socket (as editors do with \
