@@ -75,8 +75,13 @@ pub fn may_be_whole_id(text: &str) -> bool {
 }
 
 /// The full id of the session `text` names: an exact id, or a prefix that only one session
-/// has. Anything else is returned unchanged, so the daemon reports `session_not_found`.
+/// has. Anything else is returned unchanged, so the daemon reports `session_not_found`. A
+/// whole id is returned as it is without listing (listing reads every session file of the
+/// home): it can only name itself, and the daemon says when no session has it.
 pub async fn session_id(client: &mut Client, text: &str) -> Result<String, ClientError> {
+    if may_be_whole_id(text) {
+        return Ok(text.to_string());
+    }
     let sessions = list_sessions(client, None).await?;
     Ok(match_session(&sessions, text).unwrap_or(text).to_string())
 }

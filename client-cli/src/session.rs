@@ -4,7 +4,6 @@
 use crate::client::{Client, ClientError};
 use crate::resolve;
 use clap::ValueEnum;
-use rein_protocol::error::ErrorKind;
 use rein_protocol::message::{Message, StopReason};
 use rein_protocol::method::{
     ApprovalPolicy, CreateSessionParams, DaemonInfo, Empty, ExportFormat, ExportParams,
@@ -74,15 +73,12 @@ pub async fn prepare(
     client: &mut Client,
     request: &SessionRequest,
 ) -> Result<(SessionState, bool), ClientError> {
-    let (existing, opened) = match &request.target {
-        Target::New => (None, None),
-        Target::Named(text) => match open_named(client, text).await? {
-            Some(state) => (Some(state.session_id.clone()), Some(state)),
-            None => (Some(resolve::session_id(client, text).await?), None),
-        },
+    let existing = match &request.target {
+        Target::New => None,
+        Target::Named(text) => Some(resolve::session_id(client, text).await?),
         Target::Latest => {
             let latest = resolve::latest_session(client, &request.cwd).await?;
-            (latest.map(|summary| summary.session_id), None)
+            latest.map(|summary| summary.session_id)
         }
     };
     let Some(session_id) = existing else {
@@ -96,13 +92,8 @@ pub async fn prepare(
         let state = client.request::<rq::SessionCreate>(params).await?;
         return Ok((state, true));
     };
-    let mut state: SessionState = match opened {
-        Some(state) => state,
-        None => {
-            let id = SessionRef { session_id: session_id.clone() };
-            client.request::<rq::SessionOpen>(id).await?
-        }
-    };
+    let id = SessionRef { session_id: session_id.clone() };
+    let mut state: SessionState = client.request::<rq::SessionOpen>(id).await?;
     if let Some(model) = &request.model {
         let params = SetModelParams { session_id: session_id.clone(), model: model.clone() };
         client.request::<rq::SessionSetModel>(params).await?;
@@ -115,26 +106,6 @@ pub async fn prepare(
         state = client.request::<rq::SessionState>(SessionRef { session_id }).await?;
     }
     Ok((state, false))
-}
-
-/// Opens the session whose whole id is `text`; `None` when no session has that id (it may
-/// be a prefix, which only the full listing resolves). Tried first because listing reads
-/// every session file of the home: with long sessions that cost grew with their history on
-/// every `rein run --session ID`.
-async fn open_named(client: &mut Client, text: &str) -> Result<Option<SessionState>, ClientError> {
-    if !resolve::may_be_whole_id(text) {
-        return Ok(None);
-    }
-    let params = SessionRef { session_id: text.to_string() };
-    match client.request::<rq::SessionOpen>(params).await {
-        Ok(state) => Ok(Some(state)),
-        Err(ClientError::Rpc(failure))
-            if matches!(failure.kind, ErrorKind::SessionNotFound | ErrorKind::InvalidParams) =>
-        {
-            Ok(None)
-        }
-        Err(error) => Err(error),
-    }
 }
 
 /// When a new session got the local model server the daemon found (because no model and no
