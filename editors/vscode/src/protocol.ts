@@ -240,7 +240,7 @@ export class ReinClient extends EventEmitter {
 
   private dispatch(line: string): void {
     let message: {
-      id?: number;
+      id?: number | null;
       method?: string;
       params?: { subscription?: string; result?: SubscriptionItem };
       result?: unknown;
@@ -258,8 +258,17 @@ export class ReinClient extends EventEmitter {
       this.emit("notification", message);
       return;
     }
+    if (message.id === null && message.error) {
+      // An error about the connection itself (refused, over a limit): the daemon closes it
+      // next, so it is the answer to every call still waiting.
+      const { code, message: text, data } = message.error;
+      const error = new RpcError(code, text, data?.kind ?? "internal", data);
+      for (const waiting of this.pending.values()) waiting.reject(error);
+      this.pending.clear();
+      return;
+    }
     const pending = typeof message.id === "number" ? this.pending.get(message.id) : undefined;
-    if (!pending || message.id === undefined) return;
+    if (!pending || message.id === undefined || message.id === null) return;
     this.pending.delete(message.id);
     if (message.error) {
       const { code, message: text, data } = message.error;

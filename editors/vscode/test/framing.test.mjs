@@ -86,3 +86,21 @@ test("calls pending when the connection drops are rejected", async () => {
   await assert.rejects(client.call("daemon/info"), /closed/);
   server.close();
 });
+
+test("an error line with a null id answers the calls waiting (a refused connection)", async () => {
+  const server = await peer((_request, write) => {
+    const refused = {
+      jsonrpc: "2.0",
+      id: null,
+      error: { code: -32600, message: "connections from another user are refused", data: { kind: "invalid_request" } },
+    };
+    write(JSON.stringify(refused) + "\n");
+  });
+  const client = await ReinClient.connectSocket(server.socket);
+  await assert.rejects(
+    client.call("daemon/info"),
+    (error) => error instanceof RpcError && error.kind === "invalid_request" && /another user/.test(error.message),
+  );
+  client.close();
+  server.close();
+});
