@@ -113,6 +113,19 @@ impl DaemonFixture {
         Self { home, socket, child: None }
     }
 
+    /// Starts a daemon whose home another user could reach once the home and run directory
+    /// are opened up: the home goes under `/tmp` (TMPDIR may be private). `Err` says why not
+    /// when `/tmp` or one of its ancestors is closed to other users.
+    pub fn start_reachable_by_others() -> Result<Self, String> {
+        let parent = Path::new("/tmp");
+        if let Some(closed) = parent.ancestors().find(|dir| !others_may_enter(dir)) {
+            return Err(format!("{} is closed to other users", closed.display()));
+        }
+        let mut fixture = Self::new_in(parent);
+        fixture.spawn();
+        Ok(fixture)
+    }
+
     /// Starts `reind --foreground` and waits until its socket answers.
     pub fn start() -> Self {
         let mut fixture = Self::new();
@@ -252,6 +265,12 @@ impl Drop for DaemonFixture {
 }
 
 pub use crate::connection::RawConnection;
+
+/// Whether users other than the owner may pass through `dir` (its "others" execute bit).
+fn others_may_enter(dir: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(dir).is_ok_and(|meta| meta.permissions().mode() & 0o001 != 0)
+}
 
 #[cfg(test)]
 mod tests {

@@ -4,7 +4,6 @@ use rein_testkit::daemon::DaemonFixture;
 use serde_json::json;
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 
 #[test]
 fn five_hundred_concurrent_connections_are_served() {
@@ -29,19 +28,14 @@ fn connections_from_another_user_are_refused() {
         eprintln!("needs root to run a client as another user; skipped");
         return;
     }
-    // The other user must be able to reach the socket, so only the peer check stands in the
-    // way: the home goes under /tmp (TMPDIR may be private), whose ancestors must let anyone
-    // through.
-    let parent = Path::new("/tmp");
-    if let Some(closed) = parent.ancestors().find(|dir| !others_may_enter(dir)) {
-        eprintln!(
-            "{} is closed to other users, so no other user can reach a socket; skipped",
-            closed.display()
-        );
-        return;
-    }
-    let mut daemon = DaemonFixture::new_in(parent);
-    daemon.spawn();
+    // The other user must be able to reach the socket, so only the peer check stands in the way.
+    let daemon = match DaemonFixture::start_reachable_by_others() {
+        Ok(daemon) => daemon,
+        Err(why) => {
+            eprintln!("{why}, so no other user can reach a socket; skipped");
+            return;
+        }
+    };
     // Open the directory and socket to everyone.
     let run_dir = daemon.socket().parent().unwrap();
     for path in [daemon.home(), run_dir, daemon.socket()] {
@@ -63,9 +57,4 @@ fn connections_from_another_user_are_refused() {
     assert!(log.contains("refused a connection from another user"), "{log}");
     // The owner is still served.
     assert!(daemon.run_rein(&["rpc", "daemon/info"]).status.success());
-}
-
-/// Whether users other than the owner may pass through `dir` (its "others" execute bit).
-fn others_may_enter(dir: &Path) -> bool {
-    std::fs::metadata(dir).is_ok_and(|meta| meta.permissions().mode() & 0o001 != 0)
 }
