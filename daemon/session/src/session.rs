@@ -164,6 +164,12 @@ impl Session {
         self.file.path()
     }
 
+    /// How many fsyncs of appends the session file has had since it was opened (entries
+    /// appended together share one).
+    pub fn file_syncs(&self) -> u64 {
+        self.file.syncs()
+    }
+
     /// The entry tree (every entry, for navigation).
     pub fn tree(&self) -> &SessionTree {
         &self.tree

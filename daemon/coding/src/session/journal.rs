@@ -1,14 +1,21 @@
 //! The session file as the coding session writes it: every write goes through here and every
 //! entry written is announced with `EntryAppended` after it is durable.
 //!
+//! Writes run on a blocking thread, so an async worker never waits for a disk: the file's lock
+//! is taken there, and the wait for the file's writer thread (which does the write and the
+//! fsync) happens there too. Entries that belong together go in one append, so one fsync
+//! covers them (group commit): [`Journal::append_then`] takes several entries at once, and
+//! [`Journal::queue`] keeps entries in memory to be written ahead of the next write, in the
+//! same append ([`Journal::settle`] writes them at once).
+//!
 //! After a run's write failed, writes are refused until that run has ended; the next write
 //! then first records the tool results the failed run held back (see [`super::unsaved`]).
 
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use rein_protocol::SessionEntry;
 use rein_protocol::event::SessionEvent;
 use rein_protocol::message::Message;
+use rein_protocol::{EntryKind, SessionEntry};
 use rein_session::{Session, SessionError};
 
 use super::environment::EventSink;
@@ -17,16 +24,25 @@ use super::unsaved::Unsaved;
 
 /// The open (locked) session file and where its announcements go. Closing drops the file,
 /// which releases its lock; later calls fail with [`CodingError::Closed`].
+///
+/// Locks, in order: the file (`session`), then the failure state (`unsaved`), then the
+/// queued entries (`queued`); `queued` is also taken alone, by [`Journal::queue`].
 pub(crate) struct Journal {
     session: Mutex<Option<Session>>,
     unsaved: Mutex<Unsaved>,
+    queued: Mutex<Vec<EntryKind>>,
     sink: EventSink,
 }
 
 impl Journal {
     /// Wraps an open session file.
     pub(crate) fn new(session: Session, sink: EventSink) -> Self {
-        Self { session: Mutex::new(Some(session)), unsaved: Mutex::default(), sink }
+        Self {
+            session: Mutex::new(Some(session)),
+            unsaved: Mutex::default(),
+            queued: Mutex::default(),
+            sink,
+        }
     }
 
     fn lock(&self) -> MutexGuard<'_, Option<Session>> {
@@ -36,6 +52,10 @@ impl Journal {
     /// The failure state (taken after the session's lock when both are needed).
     pub(crate) fn unsaved(&self) -> MutexGuard<'_, Unsaved> {
         self.unsaved.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn queued(&self) -> MutexGuard<'_, Vec<EntryKind>> {
+        self.queued.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Records that writing `message` failed with `error`; true when this is the first
@@ -49,6 +69,56 @@ impl Journal {
         self.lock().as_ref().map(read).ok_or(CodingError::Closed)
     }
 
+    /// [`Journal::read`] on a blocking thread, for a read that does file I/O of its own (a
+    /// fork writes a new session file).
+    pub(crate) async fn read_blocking<T: Send + 'static>(
+        self: &Arc<Self>,
+        read: impl FnOnce(&Session) -> T + Send + 'static,
+    ) -> Result<T, CodingError> {
+        let journal = Arc::clone(self);
+        off_the_workers(move || journal.read(read)).await
+    }
+
+    /// Queues entries to be written ahead of the next write, in the same append (one fsync
+    /// for both); nothing is written or announced until then. Does no I/O, so it may be
+    /// called under a session lock; [`Journal::settle`] writes what is queued at once.
+    pub(crate) fn queue(&self, kinds: Vec<EntryKind>) {
+        self.queued().extend(kinds);
+    }
+
+    /// Writes (and announces) what [`Journal::queue`] queued, if anything still is.
+    pub(crate) async fn settle(self: &Arc<Self>) -> Result<(), CodingError> {
+        let sink = self.sink.clone();
+        self.append_then(Vec::new(), move |entries, _| announce_entries(&sink, entries)).await
+    }
+
+    /// Appends `kinds` as one chain with one write and one fsync, behind what must be written
+    /// first (tool results a failed run held back, then queued entries), then hands
+    /// `announce` every entry written (in file order) and how many came before the first of
+    /// `kinds`. `announce` runs under the file's lock, so announcements of concurrent writers
+    /// follow the file's order. Awaited off the async workers (see [`Journal::write_then`]).
+    pub(crate) async fn append_then<T: Send + 'static>(
+        self: &Arc<Self>,
+        kinds: Vec<EntryKind>,
+        announce: impl FnOnce(&[SessionEntry], usize) -> T + Send + 'static,
+    ) -> Result<T, CodingError> {
+        let journal = Arc::clone(self);
+        off_the_workers(move || {
+            journal.locked_write(
+                move |session, mut all| {
+                    let ahead = all.len();
+                    all.extend(kinds);
+                    if !all.is_empty() {
+                        session.append_all(all)?;
+                    }
+                    Ok(ahead)
+                },
+                |entries, ahead| announce(entries, ahead),
+            )
+        })
+        .await
+    }
+
     /// Writes to the session file, then hands the appended entries to `announce`, still
     /// under the file's lock, so announcements of concurrent writers follow the file's order.
     /// Runs on a blocking thread: the caller awaits the write without holding up an async
@@ -59,12 +129,21 @@ impl Journal {
         announce: impl FnOnce(&[SessionEntry]) + Send + 'static,
     ) -> Result<T, CodingError> {
         let journal = Arc::clone(self);
-        match tokio::task::spawn_blocking(move || journal.write_then_now(write, announce)).await {
-            Ok(written) => written,
-            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-            // The runtime is shutting down: the daemon is going away with the session.
-            Err(_) => Err(CodingError::Closed),
-        }
+        off_the_workers(move || {
+            journal.locked_write(
+                move |session, ahead| {
+                    if !ahead.is_empty() {
+                        session.append_all(ahead)?;
+                    }
+                    write(session)
+                },
+                |entries, value| {
+                    announce(entries);
+                    value
+                },
+            )
+        })
+        .await
     }
 
     /// Writes to the session file, then announces every appended entry with
@@ -77,43 +156,45 @@ impl Journal {
         self.write_then(write, move |entries| announce_entries(&sink, entries)).await
     }
 
-    /// [`Journal::write`] for a caller that cannot await: blocks the calling thread until the
-    /// file's writer thread has made the entries durable.
-    pub(crate) fn write_now<T>(
+    /// Runs `write` on the open file, blocking this thread, with what must be written ahead
+    /// of its own entries (held tool results, then queued entries), then `announce` with
+    /// every entry appended and what `write` returned.
+    fn locked_write<T, U>(
         &self,
-        write: impl FnOnce(&mut Session) -> Result<T, SessionError>,
-    ) -> Result<T, CodingError> {
-        self.write_then_now(write, |entries| announce_entries(&self.sink, entries))
-    }
-
-    /// [`Journal::write_then`] on the calling thread.
-    fn write_then_now<T>(
-        &self,
-        write: impl FnOnce(&mut Session) -> Result<T, SessionError>,
-        announce: impl FnOnce(&[SessionEntry]),
-    ) -> Result<T, CodingError> {
+        write: impl FnOnce(&mut Session, Vec<EntryKind>) -> Result<T, SessionError>,
+        announce: impl FnOnce(&[SessionEntry], T) -> U,
+    ) -> Result<U, CodingError> {
         let mut guard = self.lock();
         let session = guard.as_mut().ok_or(CodingError::Closed)?;
         let before = session.tree().entries().len();
-        {
-            let mut unsaved = self.unsaved();
+        let (mut ahead, held) = {
+            let unsaved = self.unsaved();
             if let Some(error) = unsaved.refusal() {
                 return Err(CodingError::Io(std::io::Error::other(format!(
                     "the session file could not be written ({error}); nothing more is \
                      written until the run that failed has stopped"
                 ))));
             }
-            if unsaved.pending() {
-                let results = unsaved.results_to_write(session);
-                if !results.is_empty() {
-                    session.append_all(results)?;
-                }
-                unsaved.clear();
+            let held = unsaved.pending();
+            (if held { unsaved.results_to_write(session) } else { Vec::new() }, held)
+        };
+        let queued = std::mem::take(&mut *self.queued());
+        let queued_count = queued.len();
+        ahead.extend(queued.iter().cloned());
+        let ahead_count = ahead.len();
+        let written = write(session, ahead);
+        // The entries written ahead are in the file once the tree holds them, even when what
+        // followed them failed.
+        if session.tree().entries().len().saturating_sub(before) >= ahead_count {
+            if held {
+                self.unsaved().clear();
             }
+        } else if queued_count > 0 {
+            // Kept for the next write, ahead of what was queued since.
+            self.queued().splice(0..0, queued);
         }
-        let value = write(session)?;
-        announce(session.tree().entries().get(before..).unwrap_or_default());
-        Ok(value)
+        let value = written?;
+        Ok(announce(session.tree().entries().get(before..).unwrap_or_default(), value))
     }
 
     /// Closes the file (releasing its lock). Returns false when it was already closed.
@@ -122,8 +203,21 @@ impl Journal {
     }
 }
 
+/// Runs blocking session-file work (a write and the wait for its fsync, or a file of its
+/// own) on a blocking thread and awaits it.
+pub(crate) async fn off_the_workers<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, CodingError> + Send + 'static,
+) -> Result<T, CodingError> {
+    match tokio::task::spawn_blocking(work).await {
+        Ok(done) => done,
+        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+        // The runtime is shutting down: the daemon is going away with the session.
+        Err(_) => Err(CodingError::Closed),
+    }
+}
+
 /// Announces each entry with `EntryAppended`, in order.
-fn announce_entries(sink: &EventSink, entries: &[SessionEntry]) {
+pub(crate) fn announce_entries(sink: &EventSink, entries: &[SessionEntry]) {
     for entry in entries {
         sink(SessionEvent::EntryAppended { entry: entry.clone() });
     }

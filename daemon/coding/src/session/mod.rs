@@ -265,23 +265,39 @@ impl CodingSession {
                 params.cwd
             )));
         }
-        // Read before the file is created, so a broken project file leaves no empty session.
-        let project =
-            ProjectConfig::load(&context_sources(&env, &params.cwd).load().project_config)?;
-        // A sandbox that cannot be had fails the call before a session file exists.
-        crate::environment::for_session(
-            params.sandbox.unwrap_or(env.defaults.sandbox),
-            &cwd,
-            &env.defaults.sandbox_settings,
-            &env.defaults.hidden_files,
-        )?;
-        let mut file = env.store.create(&params.cwd)?;
+        // The project file, the sandbox check and the new file's writes (each name or sandbox
+        // record with the file's first fsync after the header) are blocking work.
+        let mut ahead = Vec::new();
         if let Some(name) = params.name.clone() {
-            file.set_name(Some(name))?;
+            ahead.push(EntryKind::SessionInfo { name: Some(name) });
         }
         if let Some(mode) = params.sandbox {
-            file.append(sandbox_record::entry(mode))?;
+            ahead.push(sandbox_record::entry(mode));
         }
+        let (project, file) = {
+            let env = env.clone();
+            let cwd_text = params.cwd.clone();
+            let sandbox = params.sandbox;
+            journal::off_the_workers(move || {
+                // Read before the file is created, so a broken project file leaves no empty
+                // session.
+                let sources = context_sources(&env, &cwd_text).load();
+                let project = ProjectConfig::load(&sources.project_config)?;
+                // A sandbox that cannot be had fails the call before a session file exists.
+                crate::environment::for_session(
+                    sandbox.unwrap_or(env.defaults.sandbox),
+                    &cwd,
+                    &env.defaults.sandbox_settings,
+                    &env.defaults.hidden_files,
+                )?;
+                let mut file = env.store.create(&cwd_text)?;
+                if !ahead.is_empty() {
+                    file.append_all(ahead)?;
+                }
+                Ok((project, file))
+            })
+            .await?
+        };
         let model =
             ModelSlot::resolve(&env.registry, params.model.as_deref().or(project.model.as_deref()));
         let thinking = params.thinking_level.unwrap_or(env.defaults.thinking_level);
@@ -293,6 +309,7 @@ impl CodingSession {
             LoadExtensions { mcp_servers: params.mcp_servers.clone(), sandbox: params.sandbox };
         let session = Self::load(env, file, model, thinking, policy, sink, gate, extensions)?;
         session.record_settings()?;
+        session.journal.settle().await?;
         session.session_start_hooks("startup").await;
         Ok(session)
     }
@@ -305,7 +322,12 @@ impl CodingSession {
         sink: EventSink,
         gate: Arc<dyn ApprovalGate>,
     ) -> Result<Arc<Self>, CodingError> {
-        let (file, report) = env.store.open(session_id)?;
+        let (file, report) = {
+            let store = env.store.clone();
+            let id = session_id.to_string();
+            // Reading, repairing and locking the file is blocking work.
+            journal::off_the_workers(move || Ok(store.open(&id)?)).await?
+        };
         if !report.actions.is_empty() {
             tracing::info!(
                 session = session_id,
@@ -699,7 +721,10 @@ impl CodingSession {
     }
 
     /// Records the model, thinking level and approval policy in force on the active path when
-    /// it does not already, so reopening the session (or this branch of it) finds them.
+    /// it does not already, so reopening the session (or this branch of it) finds them. The
+    /// entries are queued ([`Journal::queue`]), not written: they go to the file ahead of the
+    /// next write (before a run, the run's first message) in the same append, so they cost
+    /// no fsync of their own and nothing waits for a disk here.
     fn record_settings(&self) -> Result<(), CodingError> {
         let reference = self.live().model.reference.clone();
         let thinking = self.harness.thinking_level();
@@ -719,11 +744,8 @@ impl CodingSession {
         if replay.approval_policy != Some(policy) {
             kinds.push(EntryKind::ApprovalPolicyChange { approval_policy: policy });
         }
-        if !kinds.is_empty() {
-            // Called while the operation lock is held, so it cannot await: it waits for the
-            // writer thread here (rare: only when a setting changed since it was recorded).
-            self.journal.write_now(|file| file.append_all(kinds))?;
-        }
+        // Called while the operation lock is held: queued, written by the next write.
+        self.journal.queue(kinds);
         Ok(())
     }
 
