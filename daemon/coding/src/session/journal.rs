@@ -25,9 +25,14 @@ use super::unsaved::Unsaved;
 /// The open (locked) session file and where its announcements go. Closing drops the file,
 /// which releases its lock; later calls fail with [`CodingError::Closed`].
 ///
-/// Locks, in order: the file (`session`), then the failure state (`unsaved`), then the
-/// queued entries (`queued`); `queued` is also taken alone, by [`Journal::queue`].
+/// Locks, in order: the write turn (`turn`, async, held across the wait for a write), the
+/// file (`session`), then the failure state (`unsaved`), then the queued entries (`queued`);
+/// `queued` is also taken alone, by [`Journal::queue`].
 pub(crate) struct Journal {
+    /// Held by a write from before it is queued until it is finished and announced, so writes
+    /// follow one another (each chains after the last) while the file's lock is free for
+    /// reads. Taken before `session`.
+    turn: Arc<tokio::sync::Mutex<()>>,
     session: Mutex<Option<Session>>,
     unsaved: Mutex<Unsaved>,
     queued: Mutex<Vec<EntryKind>>,
@@ -38,6 +43,7 @@ impl Journal {
     /// Wraps an open session file.
     pub(crate) fn new(session: Session, sink: EventSink) -> Self {
         Self {
+            turn: Arc::default(),
             session: Mutex::new(Some(session)),
             unsaved: Mutex::default(),
             queued: Mutex::default(),
@@ -96,52 +102,89 @@ impl Journal {
     /// first (tool results a failed run held back, then queued entries), then hands
     /// `announce` every entry written (in file order) and how many came before the first of
     /// `kinds`. `announce` runs under the file's lock, so announcements of concurrent writers
-    /// follow the file's order. Awaited off the async workers (see [`Journal::write_then`]).
+    /// follow the file's order.
+    ///
+    /// The file's lock is not held while the fsync is awaited: the append is queued to the
+    /// file's writer under it, awaited without it (no thread waits), and finished under it
+    /// again, so reads of the session never wait for a disk. Writes take turns
+    /// ([`Journal::turn`]) meanwhile. The append runs in a task of its own, so a caller that
+    /// stops waiting does not leave it half done.
     pub(crate) async fn append_then<T: Send + 'static>(
         self: &Arc<Self>,
         kinds: Vec<EntryKind>,
         announce: impl FnOnce(&[SessionEntry], usize) -> T + Send + 'static,
     ) -> Result<T, CodingError> {
+        let turn = Arc::clone(&self.turn).lock_owned().await;
         let journal = Arc::clone(self);
-        off_the_workers(move || {
-            journal.locked_write(
-                move |session, mut all| {
-                    let ahead = all.len();
-                    all.extend(kinds);
-                    if !all.is_empty() {
-                        session.append_all(all)?;
+        let task = tokio::spawn(async move {
+            let _turn = turn;
+            let (queued, ticket, ahead, ahead_count) = {
+                let mut guard = journal.lock();
+                let session = guard.as_mut().ok_or(CodingError::Closed)?;
+                let ahead = journal.take_ahead(session)?;
+                let mut all = ahead.kinds();
+                let ahead_count = all.len();
+                all.extend(kinds);
+                if all.is_empty() {
+                    journal.after_write(ahead, true);
+                    return Ok(announce(&[], 0));
+                }
+                match session.queue_append(all) {
+                    Ok((queued, ticket)) => (queued, ticket, ahead, ahead_count),
+                    Err(error) => {
+                        journal.after_write(ahead, false);
+                        return Err(error.into());
                     }
-                    Ok(ahead)
-                },
-                |entries, ahead| announce(entries, ahead),
-            )
-        })
-        .await
+                }
+            };
+            let durable = ticket.await;
+            // Finishing looks at the path (and writes the file again if it went), so it runs
+            // on a blocking thread too.
+            off_the_workers(move || {
+                let mut guard = journal.lock();
+                let session = guard.as_mut().ok_or(CodingError::Closed)?;
+                let before = session.tree().entries().len();
+                let finished = session.finish_append(queued, durable);
+                journal.after_write(ahead, finished.is_ok());
+                finished?;
+                let entries = session.tree().entries().get(before..).unwrap_or_default();
+                Ok(announce(entries, ahead_count))
+            })
+            .await
+        });
+        match task.await {
+            Ok(done) => done,
+            Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
+            Err(_) => Err(CodingError::Closed),
+        }
     }
 
     /// Writes to the session file, then hands the appended entries to `announce`, still
     /// under the file's lock, so announcements of concurrent writers follow the file's order.
-    /// Runs on a blocking thread: the caller awaits the write without holding up an async
-    /// worker (the write and fsync themselves run on the file's writer thread).
+    /// Runs on a blocking thread, holding the file's lock until the write is durable: for the
+    /// occasional write a session method makes through [`Session`]'s own methods. The write
+    /// and fsync themselves run on the file's writer thread.
     pub(crate) async fn write_then<T: Send + 'static>(
         self: &Arc<Self>,
         write: impl FnOnce(&mut Session) -> Result<T, SessionError> + Send + 'static,
         announce: impl FnOnce(&[SessionEntry]) + Send + 'static,
     ) -> Result<T, CodingError> {
+        let turn = Arc::clone(&self.turn).lock_owned().await;
         let journal = Arc::clone(self);
         off_the_workers(move || {
-            journal.locked_write(
-                move |session, ahead| {
-                    if !ahead.is_empty() {
-                        session.append_all(ahead)?;
-                    }
-                    write(session)
-                },
-                |entries, value| {
-                    announce(entries);
-                    value
-                },
-            )
+            let _turn = turn;
+            let mut guard = journal.lock();
+            let session = guard.as_mut().ok_or(CodingError::Closed)?;
+            let before = session.tree().entries().len();
+            let ahead = journal.take_ahead(session)?;
+            let kinds = ahead.kinds();
+            let written_ahead =
+                if kinds.is_empty() { Ok(()) } else { session.append_all(kinds).map(drop) };
+            journal.after_write(ahead, written_ahead.is_ok());
+            written_ahead?;
+            let value = write(session)?;
+            announce(session.tree().entries().get(before..).unwrap_or_default());
+            Ok(value)
         })
         .await
     }
@@ -156,18 +199,11 @@ impl Journal {
         self.write_then(write, move |entries| announce_entries(&sink, entries)).await
     }
 
-    /// Runs `write` on the open file, blocking this thread, with what must be written ahead
-    /// of its own entries (held tool results, then queued entries), then `announce` with
-    /// every entry appended and what `write` returned.
-    fn locked_write<T, U>(
-        &self,
-        write: impl FnOnce(&mut Session, Vec<EntryKind>) -> Result<T, SessionError>,
-        announce: impl FnOnce(&[SessionEntry], T) -> U,
-    ) -> Result<U, CodingError> {
-        let mut guard = self.lock();
-        let session = guard.as_mut().ok_or(CodingError::Closed)?;
-        let before = session.tree().entries().len();
-        let (mut ahead, held) = {
+    /// What must be written ahead of a write's own entries: the tool results a failed run
+    /// held back, then the queued entries (taken out of the queue). Refused while the run
+    /// whose write failed goes on.
+    fn take_ahead(&self, session: &Session) -> Result<Ahead, CodingError> {
+        let held = {
             let unsaved = self.unsaved();
             if let Some(error) = unsaved.refusal() {
                 return Err(CodingError::Io(std::io::Error::other(format!(
@@ -175,26 +211,22 @@ impl Journal {
                      written until the run that failed has stopped"
                 ))));
             }
-            let held = unsaved.pending();
-            (if held { unsaved.results_to_write(session) } else { Vec::new() }, held)
+            unsaved.pending().then(|| unsaved.results_to_write(session))
         };
         let queued = std::mem::take(&mut *self.queued());
-        let queued_count = queued.len();
-        ahead.extend(queued.iter().cloned());
-        let ahead_count = ahead.len();
-        let written = write(session, ahead);
-        // The entries written ahead are in the file once the tree holds them, even when what
-        // followed them failed.
-        if session.tree().entries().len().saturating_sub(before) >= ahead_count {
-            if held {
+        Ok(Ahead { held, queued })
+    }
+
+    /// After the entries ahead were written (`written`) or not: a failure is over once the
+    /// held results are in; queued entries that are not in are queued again, first.
+    fn after_write(&self, ahead: Ahead, written: bool) {
+        if written {
+            if ahead.held.is_some() {
                 self.unsaved().clear();
             }
-        } else if queued_count > 0 {
-            // Kept for the next write, ahead of what was queued since.
-            self.queued().splice(0..0, queued);
+        } else if !ahead.queued.is_empty() {
+            self.queued().splice(0..0, ahead.queued);
         }
-        let value = written?;
-        Ok(announce(session.tree().entries().get(before..).unwrap_or_default(), value))
     }
 
     /// Closes the file (releasing its lock). Returns false when it was already closed.
@@ -213,6 +245,21 @@ pub(crate) async fn off_the_workers<T: Send + 'static>(
         Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
         // The runtime is shutting down: the daemon is going away with the session.
         Err(_) => Err(CodingError::Closed),
+    }
+}
+
+/// What is written ahead of a write's own entries (see [`Journal::take_ahead`]).
+struct Ahead {
+    /// The held tool results to write, while a failure is pending.
+    held: Option<Vec<EntryKind>>,
+    /// The entries queued by [`Journal::queue`].
+    queued: Vec<EntryKind>,
+}
+
+impl Ahead {
+    /// Every entry to write ahead, in order.
+    fn kinds(&self) -> Vec<EntryKind> {
+        self.held.iter().flatten().chain(&self.queued).cloned().collect()
     }
 }
 
