@@ -159,6 +159,21 @@ impl Journal {
         }
     }
 
+    /// Appends `kinds` with one fsync (see [`Journal::append_then`]) and announces every entry
+    /// written with `EntryAppended`; returns the entries of `kinds`.
+    pub(crate) async fn append(
+        self: &Arc<Self>,
+        kinds: Vec<EntryKind>,
+    ) -> Result<Vec<SessionEntry>, CodingError> {
+        let sink = self.sink.clone();
+        let count = kinds.len();
+        self.append_then(kinds, move |entries, ahead| {
+            announce_entries(&sink, entries);
+            entries.get(ahead..ahead + count).unwrap_or_default().to_vec()
+        })
+        .await
+    }
+
     /// Writes to the session file, then hands the appended entries to `announce`, still
     /// under the file's lock, so announcements of concurrent writers follow the file's order.
     /// Runs on a blocking thread, holding the file's lock until the write is durable: for the
