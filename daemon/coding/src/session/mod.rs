@@ -24,7 +24,8 @@
 //!
 //! Every message the harness appends (prompt, steering, assistant reply, tool result) is
 //! appended to the session file when its `MessageEnd` arrives, before that event is passed on,
-//! and is followed by an `EntryAppended` event (see `pump`). Model and thinking-level changes,
+//! and is followed by an `EntryAppended` event (see `pump`); messages that arrive together
+//! share one append and one fsync. Model and thinking-level changes,
 //! labels, names, compactions, branch moves and branch summaries are entries too, each
 //! announced with `EntryAppended`. A message that cannot be written (a full disk) stops the run
 //! with an `io` error event; the harness's history is then taken from the file again before the
@@ -198,15 +199,17 @@ struct LiveState {
 ///    has its checks registered;
 /// 2. `operation` (the operation in progress): held while the harness decides whether a run
 ///    starts, so no operation starts between the check and the run;
-/// 3. either the harness's own locks (`rein-agent`, inside its calls) or the journal: the
-///    session file ([`Journal`]), then its failure state ([`unsaved`]), then the event sink
-///    (the daemon's pending approvals, then its event log) while entries are announced. The
-///    harness's locks and the journal's are never held together;
+/// 3. either the harness's own locks (`rein-agent`, inside its calls) or the journal: its
+///    write turn (async, held across the wait for a write, taken with no `std` lock held),
+///    the session file ([`Journal`]), then its failure state ([`unsaved`]), then its queued
+///    entries, then the event sink (the daemon's pending approvals, then its event log) while
+///    entries are announced. The harness's locks and the journal's are never held together;
 /// 4. leaves, held only for a read or an update with no other lock taken inside: `live`
 ///    ([`LiveState`]), the run setup slot, the shell slot, the checkpoints, the approvals.
 ///
-/// Session-file writes are awaited on a blocking thread (the journal's lock and the wait for
-/// the file's writer thread both happen there), so an async worker never waits for a disk.
+/// No async worker waits for a disk: the journal awaits an append's fsync with no lock held,
+/// and the writes that hold the file's lock until durable run on a blocking thread
+/// (`docs/architecture.md`, "Session file writes").
 pub struct CodingSession {
     id: String,
     cwd: String,
