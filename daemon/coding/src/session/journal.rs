@@ -354,6 +354,44 @@ mod tests {
         assert_eq!(announced.len(), 8);
     }
 
+    /// Appends awaited without the file's lock and writes that hold it take turns: each
+    /// chains after the last, and the announcements follow the file.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn appends_and_writes_mixed_keep_the_file_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let (journal, events) = journal(dir.path());
+        let writes = (0..12).map(|i| {
+            let journal = Arc::clone(&journal);
+            tokio::spawn(async move {
+                let kind = EntryKind::SessionInfo { name: Some(format!("n{i}")) };
+                if i % 2 == 0 {
+                    journal.append(vec![kind]).await.unwrap();
+                } else {
+                    journal.write(move |session| session.append(kind)).await.unwrap();
+                }
+            })
+        });
+        for write in futures::future::join_all(writes).await {
+            write.unwrap();
+        }
+        let announced: Vec<String> = events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|event| match event {
+                SessionEvent::EntryAppended { entry } => Some(entry.id.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(announced, ids_on_disk(&journal));
+        assert_eq!(announced.len(), 12);
+        // One chain: each entry hangs off the one before it.
+        let entries = journal.read(|session| session.tree().entries().to_vec()).unwrap();
+        for pair in entries.windows(2) {
+            assert_eq!(pair[1].parent_id.as_deref(), Some(pair[0].id.as_str()));
+        }
+    }
+
     #[tokio::test(flavor = "current_thread")]
     async fn a_write_after_close_is_refused() {
         let dir = tempfile::tempdir().unwrap();
