@@ -87,9 +87,17 @@ impl Journal {
 
     /// Queues entries to be written ahead of the next write, in the same append (one fsync
     /// for both); nothing is written or announced until then. Does no I/O, so it may be
-    /// called under a session lock; [`Journal::settle`] writes what is queued at once.
+    /// called under a session lock; [`Journal::settle`] writes what is queued at once. An
+    /// entry replaces a queued one of the same kind: the settings records queued here are
+    /// read last-wins, so a second run starting before the first wrote anything (its start
+    /// failed) does not write them twice.
     pub(crate) fn queue(&self, kinds: Vec<EntryKind>) {
-        self.queued().extend(kinds);
+        let mut queued = self.queued();
+        for kind in kinds {
+            let same = std::mem::discriminant(&kind);
+            queued.retain(|other| std::mem::discriminant(other) != same);
+            queued.push(kind);
+        }
     }
 
     /// Writes (and announces) what [`Journal::queue`] queued, if anything still is.
@@ -390,6 +398,29 @@ mod tests {
         for pair in entries.windows(2) {
             assert_eq!(pair[1].parent_id.as_deref(), Some(pair[0].id.as_str()));
         }
+    }
+
+    /// A queued entry waits for the next write (or a settle) and replaces one of its kind.
+    #[tokio::test(flavor = "current_thread")]
+    async fn queued_entries_are_written_once_by_the_next_write() {
+        use rein_protocol::model::ThinkingLevel;
+        let dir = tempfile::tempdir().unwrap();
+        let (journal, events) = journal(dir.path());
+        journal.queue(vec![EntryKind::ThinkingLevelChange { thinking_level: ThinkingLevel::Low }]);
+        journal.queue(vec![EntryKind::ThinkingLevelChange { thinking_level: ThinkingLevel::High }]);
+        assert!(ids_on_disk(&journal).is_empty());
+        let syncs = journal.read(Session::file_syncs).unwrap();
+        let named = EntryKind::SessionInfo { name: Some("n".into()) };
+        let own = journal.append(vec![named]).await.unwrap();
+        assert_eq!(journal.read(Session::file_syncs).unwrap() - syncs, 1);
+        let on_disk = ids_on_disk(&journal);
+        assert_eq!(on_disk.len(), 2, "the queued entry (once), then the write's own");
+        assert_eq!(on_disk[1], own[0].id);
+        let settings = journal.read(Session::settings).unwrap();
+        assert_eq!(settings.thinking_level, Some(ThinkingLevel::High));
+        assert_eq!(events.lock().unwrap().len(), 2, "both announced");
+        journal.settle().await.unwrap();
+        assert_eq!(ids_on_disk(&journal).len(), 2, "nothing left to settle");
     }
 
     #[tokio::test(flavor = "current_thread")]

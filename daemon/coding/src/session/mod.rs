@@ -924,7 +924,11 @@ impl CodingSession {
         if let Err(error) = self.journal.write(|_| Ok(())).await {
             tracing::warn!(session = %self.id, %error, "closing with tool results not recorded");
         }
-        self.journal.close();
+        // Dropping the file waits for its writer thread to finish.
+        let journal = Arc::clone(&self.journal);
+        if let Err(error) = journal::off_the_workers(move || Ok(journal.close())).await {
+            tracing::warn!(session = %self.id, %error, "closing the session file");
+        }
     }
 
     /// The system prompt in force (for diagnostics and tests).
