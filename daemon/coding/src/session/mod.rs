@@ -550,7 +550,7 @@ impl CodingSession {
             model: model.reference,
             thinking_level: self.harness.thinking_level(),
             approval_policy: policy,
-            running: self.harness.is_running(),
+            running: self.is_running(),
             run_id: self.harness.current_run(),
             queues: self.harness.queues(),
             usage,
@@ -895,15 +895,16 @@ impl CodingSession {
 
     /// True while a run, a user shell command, a compaction or a branch is active.
     pub fn is_busy(&self) -> bool {
-        self.harness.is_running()
+        self.is_running()
             || self.operation().is_some()
             || self.shell.is_running()
             || self.journal.read(Session::is_compacting).unwrap_or(false)
     }
 
-    /// True while a run is active.
+    /// True while a run is active, or its events are still being written and passed on: a
+    /// run is over once its last message is in the session file (and in every read of it).
     pub fn is_running(&self) -> bool {
-        self.harness.is_running()
+        self.harness.is_running() || self.pump.is_behind()
     }
 
     /// Cancels everything (queues included), waits until the session is idle and every event

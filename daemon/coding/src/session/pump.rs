@@ -81,6 +81,12 @@ impl EventPump {
         let _ = forwarded.wait_for(|done| *done >= target).await;
     }
 
+    /// True while some event the harness emitted has not been forwarded yet (a message
+    /// among them may not be in the session file yet).
+    pub(crate) fn is_behind(&self) -> bool {
+        *self.forwarded.borrow() < self.emitted.get().saturating_sub(self.before)
+    }
+
     /// Stops forwarding (the session is closing and its harness is idle).
     pub(crate) fn stop(&self) {
         let task = self.task.lock().unwrap_or_else(PoisonError::into_inner).take();
