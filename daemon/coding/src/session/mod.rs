@@ -517,7 +517,7 @@ impl CodingSession {
                 (active, _) => active.busy_error(),
             });
         }
-        if self.harness.is_running() {
+        if self.is_running() {
             return Err(CodingError::Busy("a run is active"));
         }
         let cancel = CancellationToken::new();
@@ -901,10 +901,10 @@ impl CodingSession {
             || self.journal.read(Session::is_compacting).unwrap_or(false)
     }
 
-    /// True while a run is active, or its events are still being written and passed on: a
-    /// run is over once its last message is in the session file (and in every read of it).
+    /// True while a run is active, or until its `agent_end` is passed on: a run is over once
+    /// its last message and its end are in the session file (and in every read of it).
     pub fn is_running(&self) -> bool {
-        self.harness.is_running() || self.pump.is_behind()
+        self.harness.is_running() || self.pump.run_open()
     }
 
     /// Cancels everything (queues included), waits until the session is idle and every event

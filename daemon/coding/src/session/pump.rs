@@ -19,6 +19,7 @@
 //! has been forwarded (and so persisted). It compares the harness's count of emitted events
 //! with how many the forwarder has passed on; no second subscription is needed.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rein_agent::{EmittedCount, Harness};
@@ -40,6 +41,8 @@ pub(crate) struct EventPump {
     /// Events emitted before the pump subscribed (never forwarded).
     before: u64,
     forwarded: watch::Receiver<u64>,
+    /// See [`EventPump::run_open`].
+    run_open: Arc<AtomicBool>,
     task: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -55,6 +58,8 @@ impl EventPump {
     ) -> Self {
         let (mut events, emitted, before) = harness.subscribe_counted();
         let (progress, forwarded) = watch::channel(0_u64);
+        let run_open = Arc::new(AtomicBool::new(false));
+        let open = Arc::clone(&run_open);
         let task = tokio::spawn(async move {
             let mut done = 0_u64;
             while let Some(first) = events.recv().await {
@@ -66,11 +71,11 @@ impl EventPump {
                     }
                 }
                 done += batch.len() as u64;
-                forward_batch(&journal, &sink, &on_failure, &setup, batch).await;
+                forward_batch(&journal, &sink, &on_failure, &setup, &open, batch).await;
                 progress.send_replace(done);
             }
         });
-        Self { emitted, before, forwarded, task: Mutex::new(Some(task)) }
+        Self { emitted, before, forwarded, run_open, task: Mutex::new(Some(task)) }
     }
 
     /// Waits until every event the harness emitted before this call has been forwarded.
@@ -81,10 +86,11 @@ impl EventPump {
         let _ = forwarded.wait_for(|done| *done >= target).await;
     }
 
-    /// True while some event the harness emitted has not been forwarded yet (a message
-    /// among them may not be in the session file yet).
-    pub(crate) fn is_behind(&self) -> bool {
-        *self.forwarded.borrow() < self.emitted.get().saturating_sub(self.before)
+    /// True from the moment a run's `agent_start` is passed on until its `agent_end` is: the
+    /// run's messages and its end may not be in the session file yet. Cleared just before
+    /// `agent_end` goes out, so a client that got it finds the session idle.
+    pub(crate) fn run_open(&self) -> bool {
+        self.run_open.load(Ordering::Acquire)
     }
 
     /// Stops forwarding (the session is closing and its harness is idle).
@@ -122,6 +128,7 @@ pub(super) async fn forward_batch(
     sink: &EventSink,
     on_failure: &OnFailure,
     setup: &SetupSlot,
+    run_open: &Arc<AtomicBool>,
     batch: Vec<SessionEvent>,
 ) {
     // While a failed run goes on, none of its messages is written (and its end is not).
@@ -139,26 +146,31 @@ pub(super) async fn forward_batch(
             .collect()
     };
     if kinds.is_empty() {
-        Forwarding::new(journal, sink, setup, Written::Nothing).run(batch, on_failure);
+        Forwarding::new(journal, sink, setup, run_open, Written::Nothing).run(batch, on_failure);
         return;
     }
     // Announced under the file's lock once the append is durable, so the announcements of
     // concurrent writers follow the file's order.
     let slot = Arc::new(Mutex::new(Some(batch)));
     let announced = {
-        let (journal, sink, setup, slot) =
-            (Arc::clone(journal), sink.clone(), setup.clone(), Arc::clone(&slot));
+        let (journal, sink, setup, slot, run_open) = (
+            Arc::clone(journal),
+            sink.clone(),
+            setup.clone(),
+            Arc::clone(&slot),
+            Arc::clone(run_open),
+        );
         move |entries: &[SessionEntry], ahead: usize| {
             let batch = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
             let written = Written::Entries { entries: entries.to_vec(), ahead, next: ahead };
-            let forwarding = Forwarding::new(&journal, &sink, &setup, written);
+            let forwarding = Forwarding::new(&journal, &sink, &setup, &run_open, written);
             // Nothing fails on this path, so there is nothing to stop.
             forwarding.run(batch.unwrap_or_default(), &(Box::new(|| {}) as OnFailure));
         }
     };
     if let Err(error) = journal.append_then(kinds, announced).await {
         let batch = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
-        Forwarding::new(journal, sink, setup, Written::Failed(error))
+        Forwarding::new(journal, sink, setup, run_open, Written::Failed(error))
             .run(batch.unwrap_or_default(), on_failure);
     }
 }
@@ -179,6 +191,7 @@ struct Forwarding<'a> {
     journal: &'a Journal,
     sink: &'a EventSink,
     setup: &'a SetupSlot,
+    run_open: &'a AtomicBool,
     written: Written,
 }
 
@@ -187,9 +200,10 @@ impl<'a> Forwarding<'a> {
         journal: &'a Journal,
         sink: &'a EventSink,
         setup: &'a SetupSlot,
+        run_open: &'a AtomicBool,
         written: Written,
     ) -> Self {
-        Self { journal, sink, setup, written }
+        Self { journal, sink, setup, run_open, written }
     }
 
     fn run(mut self, batch: Vec<SessionEvent>, on_failure: &OnFailure) {
@@ -237,6 +251,7 @@ impl<'a> Forwarding<'a> {
                         Written::Nothing => {}
                     }
                 }
+                self.run_open.store(false, Ordering::Release);
                 (self.sink)(event);
             }
             SessionEvent::MessageEnd { message } => match &self.written {
@@ -266,7 +281,12 @@ impl<'a> Forwarding<'a> {
                     self.written = Written::Nothing;
                 }
             },
-            other => (self.sink)(other),
+            other => {
+                if matches!(other, SessionEvent::AgentStart { .. }) {
+                    self.run_open.store(true, Ordering::Release);
+                }
+                (self.sink)(other)
+            }
         }
     }
 }
@@ -362,7 +382,13 @@ mod tests {
         ];
         let before = syncs(&journal);
         let stop: OnFailure = Box::new(|| panic!("nothing failed"));
-        forward_batch(&journal, &sink, &stop, &setup, burst).await;
+        let open = Arc::new(AtomicBool::new(false));
+        let start = vec![SessionEvent::AgentStart { run_id: "r1".into() }];
+        forward_batch(&journal, &sink, &stop, &setup, &open, start).await;
+        assert!(open.load(Ordering::SeqCst), "a run is open once its start is passed on");
+        events.lock().unwrap().clear();
+        forward_batch(&journal, &sink, &stop, &setup, &open, burst).await;
+        assert!(!open.load(Ordering::SeqCst), "and closed once its end is");
         assert_eq!(syncs(&journal) - before, 1, "four entries, one fsync");
         assert_eq!(
             names(&events.lock().unwrap()),
@@ -407,14 +433,8 @@ mod tests {
         let before = syncs(&journal);
         let user = Message::User(UserMessage::text("go", 0));
         let stop: OnFailure = Box::new(|| panic!("nothing failed"));
-        forward_batch(
-            &journal,
-            &sink,
-            &stop,
-            &setup,
-            vec![SessionEvent::MessageEnd { message: user }],
-        )
-        .await;
+        let batch = vec![SessionEvent::MessageEnd { message: user }];
+        forward_batch(&journal, &sink, &stop, &setup, &Arc::default(), batch).await;
         assert_eq!(syncs(&journal) - before, 1);
         assert_eq!(names(&events.lock().unwrap()), ["entry:thinking", "end:user", "entry:user"]);
         assert_eq!(ids_on_disk(&journal).len(), 2);
@@ -444,7 +464,7 @@ mod tests {
             agent_end(),
         ];
         let before = syncs(&journal);
-        forward_batch(&journal, &sink, &stop, &setup, burst).await;
+        forward_batch(&journal, &sink, &stop, &setup, &Arc::default(), burst).await;
         assert_eq!(syncs(&journal), before, "a failed run writes nothing more");
         assert!(ids_on_disk(&journal).is_empty());
         let seen = events.lock().unwrap().clone();
