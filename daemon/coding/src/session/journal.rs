@@ -1,9 +1,11 @@
 //! The session file as the coding session writes it: every write goes through here and every
 //! entry written is announced with `EntryAppended` after it is durable.
 //!
-//! Writes run on a blocking thread, so an async worker never waits for a disk: the file's lock
-//! is taken there, and the wait for the file's writer thread (which does the write and the
-//! fsync) happens there too. Entries that belong together go in one append, so one fsync
+//! No async worker waits for a disk. [`Journal::append_then`] queues an append to the file's
+//! writer thread (which does the write and the fsync) under the file's lock, awaits it with no
+//! lock held, then finishes and announces it under the lock; writes made through the
+//! session's own methods ([`Journal::write_then`]) run on a blocking thread. Writes take turns,
+//! each chaining after the last. Entries that belong together go in one append, so one fsync
 //! covers them (group commit): [`Journal::append_then`] takes several entries at once, and
 //! [`Journal::queue`] keeps entries in memory to be written ahead of the next write, in the
 //! same append ([`Journal::settle`] writes them at once).
