@@ -33,6 +33,6 @@ pub use error::SessionError;
 pub use header::{FORMAT_VERSION, SessionHeader};
 pub use repair::PathMessage;
 pub use replay::Replay;
-pub use session::{LoadReport, Session};
+pub use session::{LoadReport, QueuedAppend, Session};
 pub use store::SessionStore;
 pub use tree::SessionTree;

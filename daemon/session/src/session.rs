@@ -20,6 +20,9 @@ use crate::replay::{Replay, recorded_repairs, replay};
 use crate::storage::{PathState, SessionFile, encode_file, keep_damaged_lines};
 use crate::tree::{SessionTree, leaf_move_kind};
 
+mod append;
+pub use append::QueuedAppend;
+
 /// What opening a session repaired (also written to the file as one repair entry).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct LoadReport {
@@ -164,6 +167,12 @@ impl Session {
         self.file.path()
     }
 
+    /// How many fsyncs of appends the session file has had since it was opened (entries
+    /// appended together share one).
+    pub fn file_syncs(&self) -> u64 {
+        self.file.syncs()
+    }
+
     /// The entry tree (every entry, for navigation).
     pub fn tree(&self) -> &SessionTree {
         &self.tree
@@ -291,48 +300,15 @@ impl Session {
         self.tree.get(id).ok_or_else(|| SessionError::EntryNotFound(id.to_string()))
     }
 
-    /// Writes entries as a chain from the leaf with one fsync. An entry may bring its own id
-    /// (synthesized repair results do); otherwise a fresh one is made.
+    /// Writes entries as a chain from the leaf with one fsync, waiting for it. An entry may
+    /// bring its own id (synthesized repair results do); otherwise a fresh one is made.
     pub(crate) fn append_entries(
         &mut self,
         entries: Vec<(Option<String>, EntryKind)>,
     ) -> Result<Vec<SessionEntry>, SessionError> {
-        let timestamp = now_rfc3339();
-        let mut parent = self.leaf_id().map(str::to_string);
-        let mut minted: HashSet<String> = HashSet::new();
-        let mut written = Vec::with_capacity(entries.len());
-        for (id, kind) in entries {
-            let id = id.unwrap_or_else(|| {
-                new_entry_id(|id| self.tree.contains(id) || minted.contains(id))
-            });
-            minted.insert(id.clone());
-            // A leaf move is not part of the chain: what follows it hangs off its target.
-            let next_parent = match crate::tree::leaf_move_target(&kind) {
-                Some(target) => target.map(str::to_string),
-                None => Some(id.clone()),
-            };
-            written.push(SessionEntry {
-                id,
-                parent_id: parent.clone(),
-                timestamp: timestamp.clone(),
-                kind,
-            });
-            parent = next_parent;
-        }
-        self.file.append(&written)?;
-        // Acknowledged only once the path names the file the entries reached.
-        let restored = match self.file.path_state()? {
-            PathState::Same => None,
-            lost => Some(self.restore_file(lost, &written, parent)?),
-        };
-        let tally = self.context_tally.get_mut().unwrap_or_else(PoisonError::into_inner);
-        for entry in written.iter().chain(&restored) {
-            if tally.as_mut().is_some_and(|tally| !tally.advance(entry)) {
-                *tally = None;
-            }
-            self.tree.push(entry.clone());
-        }
-        Ok(written)
+        let (queued, ticket) = self.queue_entries(entries)?;
+        let durable = ticket.wait();
+        self.finish_append(queued, durable)
     }
 
     /// Writes the file again from memory (every entry known, then `pending`, then a repair

@@ -266,6 +266,13 @@ impl SessionFile {
         Ok(self.writer.append(bytes))
     }
 
+    /// How many fsyncs of appends this file's writer has made since it was opened. Appends
+    /// written together (several entries in one [`SessionFile::submit`], or submits queued
+    /// while the writer was busy) share one.
+    pub fn syncs(&self) -> u64 {
+        self.writer.syncs()
+    }
+
     /// Replaces the whole file atomically with `bytes` (a temp file, fsync, rename, directory
     /// fsync), then keeps appending to the new file. The lock (on its own file) is held
     /// throughout.
@@ -438,6 +445,7 @@ mod tests {
         let path = dir.path().join("x").join("s.jsonl");
         let mut file = SessionFile::create(&path, &header(), &[]).unwrap();
         file.append(&[entry("a"), entry("b")]).unwrap();
+        assert_eq!(file.syncs(), 1, "two entries appended together, one fsync");
         assert!(matches!(SessionFile::open(&path), Err(SessionError::Locked { .. })));
         drop(file);
         let (mut file, parsed) = SessionFile::open(&path).unwrap();

@@ -14,7 +14,8 @@ use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::pin::Pin;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
 use std::task::{Context, Poll};
 use std::thread::JoinHandle;
 
@@ -47,6 +48,8 @@ pub(crate) struct FileWriter {
     path: PathBuf,
     requests: Option<mpsc::Sender<Request>>,
     thread: Option<JoinHandle<()>>,
+    /// How many fsyncs of appends the thread has made (see [`FileWriter::syncs`]).
+    syncs: Arc<AtomicU64>,
     #[cfg(test)]
     probe: probe::Probe,
 }
@@ -69,10 +72,12 @@ impl FileWriter {
         let (requests, queue) = mpsc::channel();
         #[cfg(test)]
         let probe = probe::Probe::default();
+        let syncs = Arc::new(AtomicU64::new(0));
         let mut state = WriterState {
             path: path.to_path_buf(),
             file,
             len,
+            syncs: Arc::clone(&syncs),
             #[cfg(test)]
             probe: probe.clone(),
         };
@@ -85,9 +90,16 @@ impl FileWriter {
             path: path.to_path_buf(),
             requests: Some(requests),
             thread: Some(thread),
+            syncs,
             #[cfg(test)]
             probe,
         })
+    }
+
+    /// How many batches of appends the thread has written and fsync'd so far: fewer than the
+    /// appends sent when several shared one fsync.
+    pub(crate) fn syncs(&self) -> u64 {
+        self.syncs.load(Ordering::Acquire)
     }
 
     /// Queues `bytes` (whole lines) to be appended; the ticket resolves once they are durable
@@ -142,6 +154,7 @@ struct WriterState {
     path: PathBuf,
     file: File,
     len: u64,
+    syncs: Arc<AtomicU64>,
     #[cfg(test)]
     probe: probe::Probe,
 }
@@ -198,6 +211,8 @@ impl WriterState {
         match self.file.write_all(batch).and_then(|()| self.file.sync_data()) {
             Ok(()) => {
                 self.len += batch.len() as u64;
+                // Counted before the acknowledgements, so a caller that was answered sees it.
+                self.syncs.fetch_add(1, Ordering::Release);
                 for ack in acks {
                     // A caller that stopped waiting does not change what was written.
                     let _ = ack.send(Ok(()));
@@ -368,6 +383,7 @@ mod tests {
             ticket.wait().unwrap();
         }
         assert_eq!(writer.probe.syncs(), [(Some(WRITER_THREAD_NAME.to_string()), 20)]);
+        assert_eq!(writer.syncs(), 1, "twenty appends, one fsync");
         let text = String::from_utf8(std::fs::read(&path).unwrap()).unwrap();
         let lines: Vec<&str> = text.lines().skip(1).collect();
         assert_eq!(lines.len(), 20);

@@ -428,9 +428,12 @@ impl Hub {
         if self.loaded(session_id).is_some() {
             self.close(session_id).await?;
         }
-        self.env()
-            .store
-            .delete(session_id)
+        // Removing the files and syncing their directory is blocking work.
+        let store = self.env().store.clone();
+        let id = session_id.to_string();
+        tokio::task::spawn_blocking(move || store.delete(&id))
+            .await
+            .map_err(|error| RpcError::new(ErrorKind::Internal, format!("delete failed: {error}")))?
             .map_err(|error| RpcError::new(error.kind(), error.to_string()))?;
         let _ = self
             .daemon_events

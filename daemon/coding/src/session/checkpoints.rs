@@ -172,7 +172,7 @@ impl CodingSession {
             custom_type: CHECKPOINT_ENTRY_TYPE.into(),
             data: serde_json::to_value(&record).unwrap_or_default(),
         };
-        if let Err(error) = self.journal.write(move |file| file.append(kind)).await {
+        if let Err(error) = self.journal.append(vec![kind]).await {
             tracing::error!(session = %self.id, %error, "could not record a checkpoint");
             return;
         }
@@ -235,7 +235,9 @@ impl CodingSession {
             "requested_by": requested_by,
         });
         let kind = EntryKind::Custom { custom_type: UNDO_ENTRY_TYPE.into(), data };
-        let entry = self.journal.write(move |file| file.append(kind)).await?;
+        let entry = self.journal.append(vec![kind]).await?.pop().ok_or_else(|| {
+            CodingError::Checkpoint("the undo was written without its entry".into())
+        })?;
         self.emit(SessionEvent::UndoApplied {
             turn: target.turn,
             restored: done.restored.clone(),

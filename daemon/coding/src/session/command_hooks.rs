@@ -167,7 +167,7 @@ impl CodingSession {
             })
             .collect();
         if !entries.is_empty()
-            && let Err(error) = self.journal.write(move |file| file.append_all(entries)).await
+            && let Err(error) = self.journal.append(entries).await
         {
             tracing::warn!(session = %self.id, %error, "could not record hook runs");
         }

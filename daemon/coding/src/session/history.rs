@@ -120,7 +120,10 @@ impl CodingSession {
     /// Copies the root-to-entry path ending at `entry_id` into a new session file (same
     /// project) and returns its id; the daemon opens it like any other.
     pub async fn fork(&self, entry_id: &str) -> Result<String, CodingError> {
-        let fork = self.journal.read(|file| self.env().store.fork(file, entry_id))??;
+        // Writing the new file (and its fsyncs) is blocking work.
+        let store = self.env().store.clone();
+        let entry_id = entry_id.to_string();
+        let fork = self.journal.read_blocking(move |file| store.fork(file, &entry_id)).await??;
         Ok(fork.id().to_string())
     }
 

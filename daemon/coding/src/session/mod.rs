@@ -24,7 +24,8 @@
 //!
 //! Every message the harness appends (prompt, steering, assistant reply, tool result) is
 //! appended to the session file when its `MessageEnd` arrives, before that event is passed on,
-//! and is followed by an `EntryAppended` event (see `pump`). Model and thinking-level changes,
+//! and is followed by an `EntryAppended` event (see `pump`); messages that arrive together
+//! share one append and one fsync. Model and thinking-level changes,
 //! labels, names, compactions, branch moves and branch summaries are entries too, each
 //! announced with `EntryAppended`. A message that cannot be written (a full disk) stops the run
 //! with an `io` error event; the harness's history is then taken from the file again before the
@@ -198,15 +199,17 @@ struct LiveState {
 ///    has its checks registered;
 /// 2. `operation` (the operation in progress): held while the harness decides whether a run
 ///    starts, so no operation starts between the check and the run;
-/// 3. either the harness's own locks (`rein-agent`, inside its calls) or the journal: the
-///    session file ([`Journal`]), then its failure state ([`unsaved`]), then the event sink
-///    (the daemon's pending approvals, then its event log) while entries are announced. The
-///    harness's locks and the journal's are never held together;
+/// 3. either the harness's own locks (`rein-agent`, inside its calls) or the journal: its
+///    write turn (async, held across the wait for a write, taken with no `std` lock held),
+///    the session file ([`Journal`]), then its failure state ([`unsaved`]), then its queued
+///    entries, then the event sink (the daemon's pending approvals, then its event log) while
+///    entries are announced. The harness's locks and the journal's are never held together;
 /// 4. leaves, held only for a read or an update with no other lock taken inside: `live`
 ///    ([`LiveState`]), the run setup slot, the shell slot, the checkpoints, the approvals.
 ///
-/// Session-file writes are awaited on a blocking thread (the journal's lock and the wait for
-/// the file's writer thread both happen there), so an async worker never waits for a disk.
+/// No async worker waits for a disk: the journal awaits an append's fsync with no lock held,
+/// and the writes that hold the file's lock until durable run on a blocking thread
+/// (`docs/architecture.md`, "Session file writes").
 pub struct CodingSession {
     id: String,
     cwd: String,
@@ -265,23 +268,39 @@ impl CodingSession {
                 params.cwd
             )));
         }
-        // Read before the file is created, so a broken project file leaves no empty session.
-        let project =
-            ProjectConfig::load(&context_sources(&env, &params.cwd).load().project_config)?;
-        // A sandbox that cannot be had fails the call before a session file exists.
-        crate::environment::for_session(
-            params.sandbox.unwrap_or(env.defaults.sandbox),
-            &cwd,
-            &env.defaults.sandbox_settings,
-            &env.defaults.hidden_files,
-        )?;
-        let mut file = env.store.create(&params.cwd)?;
+        // The project file, the sandbox check and the new file's writes (each name or sandbox
+        // record with the file's first fsync after the header) are blocking work.
+        let mut ahead = Vec::new();
         if let Some(name) = params.name.clone() {
-            file.set_name(Some(name))?;
+            ahead.push(EntryKind::SessionInfo { name: Some(name) });
         }
         if let Some(mode) = params.sandbox {
-            file.append(sandbox_record::entry(mode))?;
+            ahead.push(sandbox_record::entry(mode));
         }
+        let (project, file) = {
+            let env = env.clone();
+            let cwd_text = params.cwd.clone();
+            let sandbox = params.sandbox;
+            journal::off_the_workers(move || {
+                // Read before the file is created, so a broken project file leaves no empty
+                // session.
+                let sources = context_sources(&env, &cwd_text).load();
+                let project = ProjectConfig::load(&sources.project_config)?;
+                // A sandbox that cannot be had fails the call before a session file exists.
+                crate::environment::for_session(
+                    sandbox.unwrap_or(env.defaults.sandbox),
+                    &cwd,
+                    &env.defaults.sandbox_settings,
+                    &env.defaults.hidden_files,
+                )?;
+                let mut file = env.store.create(&cwd_text)?;
+                if !ahead.is_empty() {
+                    file.append_all(ahead)?;
+                }
+                Ok((project, file))
+            })
+            .await?
+        };
         let model =
             ModelSlot::resolve(&env.registry, params.model.as_deref().or(project.model.as_deref()));
         let thinking = params.thinking_level.unwrap_or(env.defaults.thinking_level);
@@ -293,6 +312,7 @@ impl CodingSession {
             LoadExtensions { mcp_servers: params.mcp_servers.clone(), sandbox: params.sandbox };
         let session = Self::load(env, file, model, thinking, policy, sink, gate, extensions)?;
         session.record_settings()?;
+        session.journal.settle().await?;
         session.session_start_hooks("startup").await;
         Ok(session)
     }
@@ -305,7 +325,12 @@ impl CodingSession {
         sink: EventSink,
         gate: Arc<dyn ApprovalGate>,
     ) -> Result<Arc<Self>, CodingError> {
-        let (file, report) = env.store.open(session_id)?;
+        let (file, report) = {
+            let store = env.store.clone();
+            let id = session_id.to_string();
+            // Reading, repairing and locking the file is blocking work.
+            journal::off_the_workers(move || Ok(store.open(&id)?)).await?
+        };
         if !report.actions.is_empty() {
             tracing::info!(
                 session = session_id,
@@ -492,7 +517,7 @@ impl CodingSession {
                 (active, _) => active.busy_error(),
             });
         }
-        if self.harness.is_running() {
+        if self.is_running() {
             return Err(CodingError::Busy("a run is active"));
         }
         let cancel = CancellationToken::new();
@@ -525,7 +550,7 @@ impl CodingSession {
             model: model.reference,
             thinking_level: self.harness.thinking_level(),
             approval_policy: policy,
-            running: self.harness.is_running(),
+            running: self.is_running(),
             run_id: self.harness.current_run(),
             queues: self.harness.queues(),
             usage,
@@ -699,7 +724,10 @@ impl CodingSession {
     }
 
     /// Records the model, thinking level and approval policy in force on the active path when
-    /// it does not already, so reopening the session (or this branch of it) finds them.
+    /// it does not already, so reopening the session (or this branch of it) finds them. The
+    /// entries are queued ([`Journal::queue`]), not written: they go to the file ahead of the
+    /// next write (before a run, the run's first message) in the same append, so they cost
+    /// no fsync of their own and nothing waits for a disk here.
     fn record_settings(&self) -> Result<(), CodingError> {
         let reference = self.live().model.reference.clone();
         let thinking = self.harness.thinking_level();
@@ -719,11 +747,8 @@ impl CodingSession {
         if replay.approval_policy != Some(policy) {
             kinds.push(EntryKind::ApprovalPolicyChange { approval_policy: policy });
         }
-        if !kinds.is_empty() {
-            // Called while the operation lock is held, so it cannot await: it waits for the
-            // writer thread here (rare: only when a setting changed since it was recorded).
-            self.journal.write_now(|file| file.append_all(kinds))?;
-        }
+        // Called while the operation lock is held: queued, written by the next write.
+        self.journal.queue(kinds);
         Ok(())
     }
 
@@ -870,15 +895,16 @@ impl CodingSession {
 
     /// True while a run, a user shell command, a compaction or a branch is active.
     pub fn is_busy(&self) -> bool {
-        self.harness.is_running()
+        self.is_running()
             || self.operation().is_some()
             || self.shell.is_running()
             || self.journal.read(Session::is_compacting).unwrap_or(false)
     }
 
-    /// True while a run is active.
+    /// True while a run is active, or until its `agent_end` is passed on: a run is over once
+    /// its last message and its end are in the session file (and in every read of it).
     pub fn is_running(&self) -> bool {
-        self.harness.is_running()
+        self.harness.is_running() || self.pump.run_open()
     }
 
     /// Cancels everything (queues included), waits until the session is idle and every event
@@ -899,7 +925,11 @@ impl CodingSession {
         if let Err(error) = self.journal.write(|_| Ok(())).await {
             tracing::warn!(session = %self.id, %error, "closing with tool results not recorded");
         }
-        self.journal.close();
+        // Dropping the file waits for its writer thread to finish.
+        let journal = Arc::clone(&self.journal);
+        if let Err(error) = journal::off_the_workers(move || Ok(journal.close())).await {
+            tracing::warn!(session = %self.id, %error, "closing the session file");
+        }
     }
 
     /// The system prompt in force (for diagnostics and tests).

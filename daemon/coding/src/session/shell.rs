@@ -10,6 +10,7 @@
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use rein_protocol::EntryKind;
 use rein_protocol::clock::now_ms;
 use rein_protocol::event::SessionEvent;
 use rein_protocol::message::{ContentBlock, Message, UserMessage};
@@ -197,7 +198,7 @@ impl CodingSession {
     /// Appends a message between runs: to the session file (announced), then to the
     /// harness's history.
     async fn add_to_history(&self, message: Message) -> Result<(), CodingError> {
-        self.journal.write(move |file| file.append_message(message)).await?;
+        self.journal.append(vec![EntryKind::Message { message: message.into() }]).await?;
         self.harness.set_messages(self.journal.read(Session::request_messages)?)?;
         Ok(())
     }

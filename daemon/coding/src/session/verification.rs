@@ -165,7 +165,7 @@ impl CodingSession {
             "checks": result.checks,
         });
         let kind = EntryKind::Custom { custom_type: VERIFICATION_ENTRY_TYPE.into(), data };
-        if let Err(error) = self.journal.write(move |file| file.append(kind)).await {
+        if let Err(error) = self.journal.append(vec![kind]).await {
             tracing::error!(session = %self.id, %error, "could not record a verification round");
         }
         match verdict(&result, round, plan.max_rounds) {
