@@ -544,7 +544,7 @@ mod tests {
     }
 
     fn end_message() -> SessionEvent {
-        SessionEvent::MessageEnd { message: Message::User(UserMessage::text("x", 0)) }
+        SessionEvent::MessageEnd { message: Message::User(UserMessage::text("x", 0)).into() }
     }
 
     #[test]

@@ -707,7 +707,7 @@ pub fn session_events() -> Vec<SessionEvent> {
         SessionEvent::MessageUpdate {
             delta: AssistantDelta::TextDelta { index: 1, delta: "Let me read".into() },
         },
-        SessionEvent::MessageEnd { message: Message::Assistant(assistant_reading()) },
+        SessionEvent::MessageEnd { message: Message::Assistant(assistant_reading()).into() },
         SessionEvent::ToolExecutionStart {
             tool_call_id: "toolu_01".into(),
             tool_name: "read".into(),
@@ -893,11 +893,11 @@ pub fn walkthrough_events(first_seq: u64) -> Vec<SubscriptionNotification<Subscr
         SessionEvent::AgentStart { run_id: RUN_ID.into() },
         SessionEvent::TurnStart { turn: 1 },
         SessionEvent::MessageStart { message: Message::User(user_prompt()) },
-        SessionEvent::MessageEnd { message: Message::User(user_prompt()) },
+        SessionEvent::MessageEnd { message: Message::User(user_prompt()).into() },
         SessionEvent::MessageUpdate {
             delta: AssistantDelta::TextDelta { index: 0, delta: "Fixed: ".into() },
         },
-        SessionEvent::MessageEnd { message: Message::Assistant(answer.clone()) },
+        SessionEvent::MessageEnd { message: Message::Assistant(answer.clone()).into() },
         SessionEvent::TurnEnd { turn: 1, message: answer, tool_results: vec![] },
         SessionEvent::AgentEnd {
             run_id: RUN_ID.into(),

@@ -14,6 +14,7 @@ use crate::verify::{RunOutcome, VerifyCheckResult};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// One event of a session, numbered.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -250,7 +251,8 @@ pub enum SessionEvent {
     /// A message is complete.
     MessageEnd {
         /// The final message.
-        message: Message,
+        // Shared (not copied) with the harness's history and the session entry that hold it.
+        message: Arc<Message>,
     },
     /// A tool call began executing.
     ToolExecutionStart {
@@ -649,7 +651,7 @@ mod tests {
                     call: ToolCall { id: "c".into(), name: "bash".into(), arguments: json!({}) },
                 },
             },
-            SessionEvent::MessageEnd { message: Message::Assistant(assistant()) },
+            SessionEvent::MessageEnd { message: Arc::new(Message::Assistant(assistant())) },
             SessionEvent::ToolExecutionStart {
                 tool_call_id: "c".into(),
                 tool_name: "bash".into(),

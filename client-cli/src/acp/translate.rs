@@ -292,8 +292,10 @@ impl Translator {
             | SessionEvent::ApprovalPolicyChanged { .. } => {
                 return Translated::SettingsChanged;
             }
-            SessionEvent::MessageEnd { message: Message::Assistant(message) } => {
-                self.last_stop = Some(message.stop_reason);
+            SessionEvent::MessageEnd { message } => {
+                if let Message::Assistant(reply) = message.as_ref() {
+                    self.last_stop = Some(reply.stop_reason);
+                }
                 Vec::new()
             }
             SessionEvent::ToolExecutionStart { tool_call_id, .. } => {
@@ -561,7 +563,8 @@ mod tests {
                 serde_json::from_value::<AssistantMessage>(json!({"content": [], "api": "a",
                     "provider": "p", "model": "m", "stop_reason": "length"}))
                 .unwrap(),
-            ),
+            )
+            .into(),
         };
         translator.translate(&long);
         assert_eq!(ended(translator.translate(&end("completed"))), (Some("max_tokens"), None));
@@ -570,7 +573,8 @@ mod tests {
                 serde_json::from_value::<AssistantMessage>(json!({"content": [], "api": "a",
                     "provider": "p", "model": "m", "stop_reason": "content_filter"}))
                 .unwrap(),
-            ),
+            )
+            .into(),
         };
         translator.translate(&filtered);
         assert_eq!(ended(translator.translate(&end("completed"))), (Some("refusal"), None));

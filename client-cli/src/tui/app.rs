@@ -371,7 +371,7 @@ impl App {
             },
             SessionEvent::MessageEnd { message } => {
                 self.transcript.close();
-                if let Message::Assistant(reply) = message {
+                if let Message::Assistant(reply) = message.as_ref() {
                     self.status.tokens += reply.usage.total_tokens;
                     self.status.cost += reply.usage.cost.total;
                     let usage = &reply.usage;

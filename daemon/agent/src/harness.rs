@@ -163,9 +163,11 @@ impl Shared {
         self.events.emit(SessionEvent::QueueChanged { queues: state.queues() });
     }
 
-    /// Appends a finished assistant message and emits its `MessageEnd`.
+    /// Appends a finished assistant message and emits its `MessageEnd`. The event carries the
+    /// history's own allocation, so the session entry made from it shares it too.
     pub(crate) fn append_message(&self, message: Message) {
-        Arc::make_mut(&mut self.lock().messages).push(Arc::new(message.clone()));
+        let message = Arc::new(message);
+        Arc::make_mut(&mut self.lock().messages).push(Arc::clone(&message));
         self.events.emit(SessionEvent::MessageEnd { message });
     }
 

@@ -50,7 +50,7 @@ async fn a_tool_using_run_edits_a_file_and_every_message_is_persisted() {
         if let SessionEvent::MessageEnd { message } = event {
             match seen.get(i + 1) {
                 Some(SessionEvent::EntryAppended { entry }) => {
-                    assert_eq!(entry.kind, EntryKind::Message { message: message.clone().into() });
+                    assert_eq!(entry.kind, EntryKind::Message { message: message.clone() });
                 }
                 other => panic!("message end followed by {other:?}"),
             }

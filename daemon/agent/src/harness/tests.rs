@@ -129,15 +129,20 @@ async fn a_two_turn_tool_run_emits_exactly_this_sequence() {
             "settled",
         ]
     );
-    // Every message appended is reported by a MessageEnd, in history order.
-    let ended: Vec<Message> = seen
+    // Every message appended is reported by a MessageEnd, in history order, sharing the
+    // history's allocation (no copy of the message).
+    let ended: Vec<Arc<Message>> = seen
         .iter()
         .filter_map(|event| match event {
-            SessionEvent::MessageEnd { message } => Some(message.clone()),
+            SessionEvent::MessageEnd { message } => Some(Arc::clone(message)),
             _ => None,
         })
         .collect();
-    assert_eq!(ended, harness.messages());
+    let history = harness.shared_messages();
+    assert_eq!(ended.len(), history.len());
+    for (event, held) in ended.iter().zip(history.iter()) {
+        assert!(Arc::ptr_eq(event, held), "{event:?} was copied");
+    }
     // The second request carries the tool result.
     let second = &provider.requests()[1].context.messages;
     assert_eq!(second.len(), 3);

@@ -139,7 +139,7 @@ pub(super) async fn forward_batch(
             .iter()
             .filter_map(|event| match event {
                 SessionEvent::MessageEnd { message } => {
-                    Some(EntryKind::Message { message: message.clone().into() })
+                    Some(EntryKind::Message { message: Arc::clone(message) })
                 }
                 other => setup.run_end(other),
             })
@@ -342,10 +342,10 @@ mod tests {
         events
             .iter()
             .map(|event| match event {
-                SessionEvent::MessageEnd { message: Message::ToolResult(result) } => {
-                    format!("end:{}", result.tool_call_id)
-                }
-                SessionEvent::MessageEnd { .. } => "end:user".into(),
+                SessionEvent::MessageEnd { message } => match message.as_ref() {
+                    Message::ToolResult(result) => format!("end:{}", result.tool_call_id),
+                    _ => "end:user".into(),
+                },
                 SessionEvent::EntryAppended { entry } => match &entry.kind {
                     EntryKind::Message { message } => match message.as_ref() {
                         Message::ToolResult(result) => format!("entry:{}", result.tool_call_id),
@@ -375,9 +375,9 @@ mod tests {
         let (sink, setup) = (journal_sink(&events), SetupSlot::default());
         let burst = vec![
             SessionEvent::TurnStart { turn: 2 },
-            SessionEvent::MessageEnd { message: result("c1") },
-            SessionEvent::MessageEnd { message: result("c2") },
-            SessionEvent::MessageEnd { message: result("c3") },
+            SessionEvent::MessageEnd { message: result("c1").into() },
+            SessionEvent::MessageEnd { message: result("c2").into() },
+            SessionEvent::MessageEnd { message: result("c3").into() },
             agent_end(),
         ];
         let before = syncs(&journal);
@@ -418,6 +418,29 @@ mod tests {
         assert_eq!(announced, on_disk);
     }
 
+    /// A message written during a run is held once: its entry in the tree is the event's own
+    /// allocation, which the harness's history holds too.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_written_message_is_the_events_own_allocation() {
+        let dir = tempfile::tempdir().unwrap();
+        let (journal, _sink, events) = journal(dir.path());
+        let (sink, setup) = (journal_sink(&events), SetupSlot::default());
+        let message = Arc::new(result("c1"));
+        let stop: OnFailure = Box::new(|| panic!("nothing failed"));
+        let open = Arc::new(AtomicBool::new(false));
+        let batch = vec![SessionEvent::MessageEnd { message: Arc::clone(&message) }];
+        forward_batch(&journal, &sink, &stop, &setup, &open, batch).await;
+        let shared = journal
+            .read(|session| {
+                session.tree().active_path().iter().any(|entry| {
+                    matches!(&entry.kind, EntryKind::Message { message: held }
+                        if Arc::ptr_eq(held, &message))
+                })
+            })
+            .unwrap();
+        assert!(shared, "the session entry holds a copy of the message");
+    }
+
     /// Settings queued before a run go to the file with the run's first message: one fsync
     /// for both, the settings first, announced first.
     #[tokio::test(flavor = "current_thread")]
@@ -433,7 +456,7 @@ mod tests {
         let before = syncs(&journal);
         let user = Message::User(UserMessage::text("go", 0));
         let stop: OnFailure = Box::new(|| panic!("nothing failed"));
-        let batch = vec![SessionEvent::MessageEnd { message: user }];
+        let batch = vec![SessionEvent::MessageEnd { message: user.into() }];
         forward_batch(&journal, &sink, &stop, &setup, &Arc::default(), batch).await;
         assert_eq!(syncs(&journal) - before, 1);
         assert_eq!(names(&events.lock().unwrap()), ["entry:thinking", "end:user", "entry:user"]);
@@ -459,8 +482,8 @@ mod tests {
         let stop: OnFailure =
             Box::new(move || flag.store(true, std::sync::atomic::Ordering::SeqCst));
         let burst = vec![
-            SessionEvent::MessageEnd { message: result("c1") },
-            SessionEvent::MessageEnd { message: result("c2") },
+            SessionEvent::MessageEnd { message: result("c1").into() },
+            SessionEvent::MessageEnd { message: result("c2").into() },
             agent_end(),
         ];
         let before = syncs(&journal);
