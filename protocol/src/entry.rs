@@ -65,7 +65,9 @@ pub enum EntryKind {
         /// Turns the run took.
         turns: u32,
         /// What the run was set up with.
-        setup: RunSetup,
+        // Boxed, as the usages below: every entry of a loaded session is as large as the
+        // largest kind, so rare large fields are kept out of line (328 bytes an entry before).
+        setup: Box<RunSetup>,
     },
     /// Older context was summarized; the model sees `summary` and the entries from
     /// `first_kept_entry_id` on.
@@ -78,7 +80,7 @@ pub enum EntryKind {
         tokens_before: u64,
         /// Usage of the summarization request.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        usage: Option<Usage>,
+        usage: Option<Box<Usage>>,
         /// Why it happened: `manual`, `threshold` or `overflow`.
         #[serde(default)]
         reason: String,
@@ -91,7 +93,7 @@ pub enum EntryKind {
         summary: String,
         /// Usage of the summarization request.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        usage: Option<Usage>,
+        usage: Option<Box<Usage>>,
     },
     /// A user label on an entry (null removes it).
     Label {
@@ -229,7 +231,7 @@ mod tests {
                 reason: crate::event::EndReason::MaxTurns,
                 error: None,
                 turns: 3,
-                setup: RunSetup {
+                setup: Box::new(RunSetup {
                     rein_version: "0.1.0".into(),
                     provider: "p".into(),
                     model: "m".into(),
@@ -238,13 +240,13 @@ mod tests {
                     config_sha256: Some("cd".into()),
                     git_commit: Some("ef".into()),
                     git_dirty: Some(true),
-                },
+                }),
             },
             EntryKind::Compaction {
                 summary: "s".into(),
                 first_kept_entry_id: "x".into(),
                 tokens_before: 10,
-                usage: Some(Usage::default()),
+                usage: Some(Box::default()),
                 reason: "manual".into(),
             },
             EntryKind::BranchSummary { from_id: "y".into(), summary: "tried".into(), usage: None },

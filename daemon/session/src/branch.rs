@@ -82,7 +82,10 @@ impl Session {
         if self.leaf_id() != target {
             entries.push((None, leaf_move_kind(target)));
         }
-        entries.push((None, EntryKind::BranchSummary { from_id, summary, usage }));
+        entries.push((
+            None,
+            EntryKind::BranchSummary { from_id, summary, usage: usage.map(Box::new) },
+        ));
         let written = self.append_entries(entries)?;
         let summary_id = written.last().map(|e| e.id.clone());
         Ok(BranchOutcome { leaf_id: summary_id.clone(), summary_entry_id: summary_id })

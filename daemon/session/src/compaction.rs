@@ -521,7 +521,7 @@ impl Session {
             summary,
             first_kept_entry_id,
             tokens_before: job.tokens_before,
-            usage: Some(usage),
+            usage: Some(Box::new(usage)),
             reason: reason_text(job.reason).to_string(),
         };
         let entry = self.append_with_id(Some(id), kind)?;

@@ -64,18 +64,32 @@ fn message_entry(line: &[u8]) -> Option<SessionEntry> {
         Some(role) => Cow::Borrowed(role),
         None => serde_json::from_str::<Role<'_>>(raw).ok()?.role,
     };
-    let message = match role.as_ref() {
+    let mut message = match role.as_ref() {
         "user" => Message::User(serde_json::from_str::<UserMessage>(raw).ok()?),
         "assistant" => Message::Assistant(serde_json::from_str::<AssistantMessage>(raw).ok()?),
         "tool_result" => Message::ToolResult(serde_json::from_str::<ToolResultMessage>(raw).ok()?),
         _ => return None,
     };
+    shrink_content(&mut message);
     Some(SessionEntry {
         id: envelope.id,
         parent_id: envelope.parent_id,
         timestamp: envelope.timestamp,
         kind: EntryKind::Message { message: message.into() },
     })
+}
+
+/// Gives back the spare room of a message's content list. serde cannot know a JSON array's
+/// length before reading it, so the list grows as it is read and keeps room for four blocks
+/// where most messages hold one: about 240 bytes a message, held for as long as the session
+/// stays loaded.
+pub(crate) fn shrink_content(message: &mut Message) {
+    let content = match message {
+        Message::User(user) => &mut user.content,
+        Message::Assistant(assistant) => &mut assistant.content,
+        Message::ToolResult(result) => &mut result.content,
+    };
+    content.shrink_to_fit();
 }
 
 #[cfg(test)]

@@ -152,7 +152,7 @@ impl Session {
             steps,
             cost: usage.cost.total,
             usage,
-            model: self.replay().model.map(|m| m.to_string()),
+            model: self.settings().model.map(|m| m.to_string()),
             rein_version: setup.as_ref().map(|s| s.rein_version.clone()),
             provider: setup.as_ref().map(|s| s.provider.clone()),
             limits: setup.as_ref().map(|s| s.limits.clone()),
@@ -200,7 +200,7 @@ impl Session {
             self.cwd(),
             self.header().created
         ));
-        if let Some(model) = self.replay().model {
+        if let Some(model) = self.settings().model {
             out.push_str(&format!("- Model: `{model}`\n"));
         }
         for entry in self.tree().active_path() {
@@ -348,7 +348,7 @@ mod tests {
             .append(EntryKind::BranchSummary {
                 from_id: "x".into(),
                 summary: "s".into(),
-                usage: Some(Usage { total_tokens: 7, ..Usage::default() }),
+                usage: Some(Box::new(Usage { total_tokens: 7, ..Usage::default() })),
             })
             .unwrap();
         assert!((session.total_usage().cost.total - 0.75).abs() < 1e-9);

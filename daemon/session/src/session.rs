@@ -51,10 +51,15 @@ impl Session {
         file: SessionFile,
         entries: Vec<SessionEntry>,
     ) -> Self {
+        Self::from_tree(header, file, SessionTree::from_entries(entries))
+    }
+
+    /// Wraps a file whose entries were read into `tree`.
+    fn from_tree(header: SessionHeader, file: SessionFile, tree: SessionTree) -> Self {
         Self {
             header,
             file,
-            tree: SessionTree::from_entries(entries),
+            tree,
             compaction_running: Arc::default(),
             context_tally: Mutex::new(None),
         }
@@ -78,7 +83,7 @@ impl Session {
             }
             file.rewrite(clean)?;
         }
-        let mut session = Self::from_new_file(parsed.header, file, parsed.entries);
+        let mut session = Self::from_tree(parsed.header, file, parsed.tree);
         let report = session.repair_with(actions)?;
         Ok((session, report))
     }

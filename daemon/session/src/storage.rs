@@ -2,7 +2,7 @@
 //! rewrites. Nothing above this module touches the file system for a session's content.
 
 use std::fs::{File, OpenOptions, TryLockError};
-use std::io::Write;
+use std::io::{BufRead, BufReader, Seek, Write};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -12,6 +12,7 @@ use serde::Serialize;
 use crate::error::SessionError;
 use crate::header::{FORMAT_VERSION, SessionHeader};
 use crate::paths;
+use crate::tree::SessionTree;
 use crate::writer::{AppendTicket, FileWriter};
 
 /// A line of the session file that could not be read as an entry.
@@ -28,8 +29,9 @@ pub struct DamagedLine {
 pub struct ParsedFile {
     /// The header line.
     pub header: SessionHeader,
-    /// Every entry that parsed, in file order.
-    pub entries: Vec<SessionEntry>,
+    /// Every entry that parsed, in file order, indexed (an entry repeating an earlier id is a
+    /// damaged line, not part of it).
+    pub tree: SessionTree,
     /// Lines that did not parse (a torn last line included).
     pub damaged: Vec<DamagedLine>,
     /// When the file must be rewritten before appending (a damaged line, or a last line
@@ -43,11 +45,29 @@ pub struct ParsedFile {
 /// Parses the bytes of a session file. Only a missing or unreadable header is an error; every
 /// other bad line is reported in [`ParsedFile::damaged`].
 pub fn parse_file(path: &Path, bytes: &[u8]) -> Result<ParsedFile, SessionError> {
+    let lines = count_lines(bytes).map_err(SessionError::io("read", path))?;
+    let (mut parsed, _) = read_entries(path, bytes, lines)?;
+    if parsed.needs_rewrite {
+        parsed.repaired_bytes = Some(without_damaged_lines(bytes, &parsed.damaged));
+    }
+    Ok(parsed)
+}
+
+/// Reads a session file line by line from `reader` (the file is never held whole in memory:
+/// a 100,000-entry file is about 50 MB). Returns what [`parse_file`] does, except that
+/// `repaired_bytes` is left unset for the caller to fill in when `needs_rewrite` says so,
+/// and the number of bytes read.
+fn read_entries(
+    path: &Path,
+    mut reader: impl BufRead,
+    lines: usize,
+) -> Result<(ParsedFile, u64), SessionError> {
     let bad_header = |reason: String| SessionError::BadHeader { path: path.to_path_buf(), reason };
-    let mut lines = bytes.split(|b| *b == b'\n');
-    let first = lines.next().unwrap_or_default();
+    let read_error = SessionError::io("read", path);
+    let mut line = Vec::with_capacity(4096);
+    let mut length = reader.read_until(b'\n', &mut line).map_err(read_error)? as u64;
     let header: SessionHeader =
-        serde_json::from_slice(first).map_err(|e| bad_header(e.to_string()))?;
+        serde_json::from_slice(strip_newline(&line)).map_err(|e| bad_header(e.to_string()))?;
     if header.version > FORMAT_VERSION {
         return Err(SessionError::UnsupportedVersion {
             path: path.to_path_buf(),
@@ -55,34 +75,73 @@ pub fn parse_file(path: &Path, bytes: &[u8]) -> Result<ParsedFile, SessionError>
             supported: FORMAT_VERSION,
         });
     }
-    let mut entries = Vec::new();
-    let mut good_lines: Vec<&[u8]> = vec![first];
+    let mut torn = length > 0 && !line.ends_with(b"\n");
+    let mut tree = SessionTree::with_capacity(lines.saturating_sub(1));
     let mut damaged = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    for (index, line) in lines.enumerate() {
-        if line.iter().all(u8::is_ascii_whitespace) {
+    let mut line_no = 1_u64;
+    loop {
+        line.clear();
+        let read = reader.read_until(b'\n', &mut line).map_err(SessionError::io("read", path))?;
+        if read == 0 {
+            break;
+        }
+        length += read as u64;
+        line_no += 1;
+        torn = !line.ends_with(b"\n");
+        let text = strip_newline(&line);
+        if text.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let line_no = index as u64 + 2;
-        match crate::entry_line::parse_entry(line) {
-            Ok(entry) if seen.insert(entry.id.clone()) => {
-                entries.push(entry);
-                good_lines.push(line);
-            }
-            _ => damaged.push(DamagedLine { line: line_no, bytes: line.to_vec() }),
+        let added = match crate::entry_line::parse_entry(text) {
+            Ok(entry) => tree.push_new(entry),
+            Err(_) => false,
+        };
+        if !added {
+            damaged.push(DamagedLine { line: line_no, bytes: text.to_vec() });
         }
     }
-    let torn = !bytes.is_empty() && !bytes.ends_with(b"\n");
-    let repaired_bytes = (torn || !damaged.is_empty()).then(|| {
-        let mut clean = Vec::with_capacity(bytes.len());
-        for line in good_lines {
-            clean.extend_from_slice(line);
-            clean.push(b'\n');
+    tree.shrink_to_fit();
+    let needs_rewrite = torn || !damaged.is_empty();
+    Ok((ParsedFile { header, tree, damaged, repaired_bytes: None, needs_rewrite }, length))
+}
+
+/// The number of lines `reader` holds (a last line without its newline counted).
+fn count_lines(mut reader: impl BufRead) -> std::io::Result<usize> {
+    let mut lines = 0;
+    let mut ends_line = true;
+    loop {
+        let chunk = reader.fill_buf()?;
+        let Some(&last) = chunk.last() else { break };
+        lines += chunk.iter().filter(|&&byte| byte == b'\n').count();
+        ends_line = last == b'\n';
+        let read = chunk.len();
+        reader.consume(read);
+    }
+    Ok(lines + usize::from(!ends_line))
+}
+
+/// A line as read, without its newline.
+fn strip_newline(line: &[u8]) -> &[u8] {
+    line.strip_suffix(b"\n").unwrap_or(line)
+}
+
+/// The text of a session file without its damaged lines and blank lines, every line ended by
+/// a newline: what is written back when [`ParsedFile::needs_rewrite`] is set.
+fn without_damaged_lines(bytes: &[u8], damaged: &[DamagedLine]) -> Vec<u8> {
+    let mut clean = Vec::with_capacity(bytes.len());
+    let mut damaged = damaged.iter().map(|d| d.line).peekable();
+    for (index, line) in bytes.split(|b| *b == b'\n').enumerate() {
+        let line_no = index as u64 + 1;
+        if damaged.next_if_eq(&line_no).is_some() {
+            continue;
         }
-        clean
-    });
-    let needs_rewrite = repaired_bytes.is_some();
-    Ok(ParsedFile { header, entries, damaged, repaired_bytes, needs_rewrite })
+        if line_no > 1 && line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        clean.extend_from_slice(line);
+        clean.push(b'\n');
+    }
+    clean
 }
 
 /// Serializes one JSONL line (compact JSON plus newline) onto `out`.
@@ -104,6 +163,9 @@ pub fn encode_file(
     }
     Ok(out)
 }
+
+/// How much of a session file is read at a time when it is opened.
+const READ_BUFFER_BYTES: usize = 256 * 1024;
 
 /// Mode of the files rein writes (owner read and write only).
 pub const PRIVATE_FILE_MODE: u32 = 0o600;
@@ -236,10 +298,22 @@ impl SessionFile {
             return Err(SessionError::NotFound(path.display().to_string()));
         }
         let lock = SessionLock::acquire(path)?;
-        let bytes = std::fs::read(path).map_err(SessionError::io("read", path))?;
-        let parsed = parse_file(path, &bytes)?;
+        let mut reader = BufReader::with_capacity(
+            READ_BUFFER_BYTES,
+            File::open(path).map_err(SessionError::io("read", path))?,
+        );
+        // Counted first (a fast scan of what the page cache holds), so the entries are read
+        // into vectors of the right size instead of ones that double, and copy, as they go.
+        let lines = count_lines(&mut reader).map_err(SessionError::io("read", path))?;
+        reader.rewind().map_err(SessionError::io("read", path))?;
+        let (mut parsed, length) = read_entries(path, reader, lines)?;
+        if parsed.needs_rewrite {
+            // Damage is rare: the file is read whole again only to write it back clean.
+            let bytes = std::fs::read(path).map_err(SessionError::io("read", path))?;
+            parsed.repaired_bytes = Some(without_damaged_lines(&bytes, &parsed.damaged));
+        }
         let file = open_append(path)?;
-        let writer = FileWriter::start(path, try_clone(&file, path)?, bytes.len() as u64)?;
+        let writer = FileWriter::start(path, try_clone(&file, path)?, length)?;
         Ok((Self { path: path.to_path_buf(), file, writer, lock }, parsed))
     }
 
@@ -393,7 +467,7 @@ mod tests {
         push_line(&mut bytes, &entry("c")).unwrap();
         bytes.extend_from_slice(br#"{"id":"d","parent_id":null,"times"#);
         let parsed = parse_file(Path::new("f"), &bytes).unwrap();
-        let ids: Vec<_> = parsed.entries.iter().map(|e| e.id.as_str()).collect();
+        let ids: Vec<_> = parsed.tree.entries().iter().map(|e| e.id.as_str()).collect();
         assert_eq!(ids, ["a", "b", "c"]);
         let lines: Vec<_> = parsed.damaged.iter().map(|d| d.line).collect();
         assert_eq!(lines, [4, 6]);
@@ -408,7 +482,7 @@ mod tests {
         assert!(parsed.repaired_bytes.is_none());
         let bytes = encode_file(&header(), &[entry("a"), entry("a")]).unwrap();
         let parsed = parse_file(Path::new("f"), &bytes).unwrap();
-        assert_eq!(parsed.entries.len(), 1);
+        assert_eq!(parsed.tree.entries().len(), 1);
         assert_eq!(parsed.damaged[0].line, 3);
     }
 
@@ -419,7 +493,7 @@ mod tests {
         bytes.extend_from_slice(future.as_bytes());
         bytes.extend_from_slice(b"\n{torn");
         let parsed = parse_file(Path::new("f"), &bytes).unwrap();
-        assert_eq!(parsed.entries[1].kind, EntryKind::Unknown);
+        assert_eq!(parsed.tree.entries()[1].kind, EntryKind::Unknown);
         let clean = String::from_utf8(parsed.repaired_bytes.unwrap()).unwrap();
         assert!(clean.ends_with(&format!("{future}\n")), "{clean}");
     }
@@ -449,13 +523,13 @@ mod tests {
         assert!(matches!(SessionFile::open(&path), Err(SessionError::Locked { .. })));
         drop(file);
         let (mut file, parsed) = SessionFile::open(&path).unwrap();
-        assert_eq!(parsed.entries.len(), 2);
-        file.rewrite(&encode_file(&header(), &parsed.entries[..1]).unwrap()).unwrap();
+        assert_eq!(parsed.tree.entries().len(), 2);
+        file.rewrite(&encode_file(&header(), &parsed.tree.entries()[..1]).unwrap()).unwrap();
         file.append(&[entry("c")]).unwrap();
         assert!(matches!(SessionLock::acquire(&path), Err(SessionError::Locked { .. })));
         drop(file);
         let (_file, parsed) = SessionFile::open(&path).unwrap();
-        let ids: Vec<_> = parsed.entries.iter().map(|e| e.id.as_str()).collect();
+        let ids: Vec<_> = parsed.tree.entries().iter().map(|e| e.id.as_str()).collect();
         assert_eq!(ids, ["a", "c"]);
         assert!(!paths::temp_file(&path).exists());
     }
@@ -479,7 +553,7 @@ mod tests {
             drop(file);
             SessionFile::open(&path).unwrap()
         };
-        let ids: Vec<_> = parsed.entries.iter().map(|e| e.id.as_str()).collect();
+        let ids: Vec<_> = parsed.tree.entries().iter().map(|e| e.id.as_str()).collect();
         assert_eq!(ids, ["a", "c"]);
     }
 

@@ -48,6 +48,18 @@ pub struct SessionTree {
 }
 
 impl SessionTree {
+    /// An empty tree with room for `entries` entries, so that reading a file of known length
+    /// does not grow (and copy) its vectors as it goes.
+    pub fn with_capacity(entries: usize) -> Self {
+        Self {
+            entries: Vec::with_capacity(entries),
+            index: HashTable::with_capacity(entries),
+            hasher: RandomState::default(),
+            parents: Vec::with_capacity(entries),
+            leaf: None,
+        }
+    }
+
     /// A tree of these entries, in file order.
     pub fn from_entries(entries: Vec<SessionEntry>) -> Self {
         let mut tree = Self::default();
@@ -58,29 +70,53 @@ impl SessionTree {
         tree
     }
 
-    /// Adds an entry (already written to the file) and moves the leaf as replay would.
+    /// Adds an entry (already written to the file) and moves the leaf as replay would. A
+    /// repeated id names the latest entry from then on, as a map insert would.
     pub fn push(&mut self, entry: SessionEntry) {
+        self.add(entry, true);
+    }
+
+    /// Adds an entry as [`SessionTree::push`] does unless its id is taken already: then the
+    /// entry is dropped, the tree left as it was, and false returned (a file that repeats an
+    /// id is damaged there). Reading a file this way needs no second set of its ids.
+    pub fn push_new(&mut self, entry: SessionEntry) -> bool {
+        self.add(entry, false)
+    }
+
+    /// Adds the entry; false when its id is taken and `repeat` does not allow it.
+    fn add(&mut self, entry: SessionEntry, repeat: bool) -> bool {
         let position = self.entries.len();
+        // Looked up before the entry is indexed, so an entry never becomes its own parent.
         let parent = entry.parent_id.as_deref().and_then(|id| self.position(id));
-        match leaf_move_target(&entry.kind) {
-            Some(target) => self.leaf = target.and_then(|id| self.position(id)),
-            None => self.leaf = Some(position),
-        }
+        let leaf = match leaf_move_target(&entry.kind) {
+            Some(target) => target.and_then(|id| self.position(id)),
+            None => Some(position),
+        };
         let hash = self.hasher.hash_one(entry.id.as_str());
         let (entries, hasher) = (&self.entries, &self.hasher);
-        // A repeated id (a damaged file) names its latest entry, as a map insert would.
         match self.index.entry(
             hash,
             |&i| entries[i].id == entry.id,
             |&i| hasher.hash_one(entries[i].id.as_str()),
         ) {
+            Entry::Occupied(_) if !repeat => return false,
             Entry::Occupied(mut slot) => *slot.get_mut() = position,
             Entry::Vacant(slot) => {
                 slot.insert(position);
             }
         }
+        self.leaf = leaf;
         self.parents.push(parent);
         self.entries.push(entry);
+        true
+    }
+
+    /// Gives back the spare capacity the tree's vectors grew while a file was read.
+    pub fn shrink_to_fit(&mut self) {
+        let (entries, hasher) = (&self.entries, &self.hasher);
+        self.index.shrink_to_fit(|&i| hasher.hash_one(entries[i].id.as_str()));
+        self.entries.shrink_to_fit();
+        self.parents.shrink_to_fit();
     }
 
     /// The position of the entry with this id.

@@ -65,7 +65,7 @@ impl CodingSession {
     /// level it records in force (after a branch).
     fn reload_history(&self) -> Result<(), CodingError> {
         let (messages, replay) =
-            self.journal.read(|file| (file.request_messages(), file.replay()))?;
+            self.journal.read(|file| (file.request_messages(), file.settings()))?;
         self.harness.set_messages(messages)?;
         let current = self.live().model.reference.clone();
         if let Some(reference) = replay.model

@@ -338,11 +338,12 @@ impl CodingSession {
                 "repaired on open"
             );
         }
-        let replay = file.replay();
-        let reference = replay.model.map(|model| model.to_string());
+        // The settings only: a full replay would copy every message of the path.
+        let settings = file.settings();
+        let reference = settings.model.map(|model| model.to_string());
         let model = ModelSlot::resolve(&env.registry, reference.as_deref());
-        let thinking = replay.thinking_level.unwrap_or(env.defaults.thinking_level);
-        let policy = replay.approval_policy.unwrap_or(env.defaults.approval_policy);
+        let thinking = settings.thinking_level.unwrap_or(env.defaults.thinking_level);
+        let policy = settings.approval_policy.unwrap_or(env.defaults.approval_policy);
         let extensions =
             LoadExtensions { sandbox: sandbox_record::recorded(&file), ..Default::default() };
         let session = Self::load(env, file, model, thinking, policy, sink, gate, extensions)?;

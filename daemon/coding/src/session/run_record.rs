@@ -35,7 +35,7 @@ impl SetupSlot {
             reason: *reason,
             error: error.clone(),
             turns: *turns,
-            setup: setup.unwrap_or_default(),
+            setup: Box::new(setup.unwrap_or_default()),
         })
     }
 }
