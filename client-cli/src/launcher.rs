@@ -1,8 +1,8 @@
 //! Finding and starting `reind` when the socket does not answer.
 
+use rein_protocol::launch::{self, StartError, Started};
 use std::fs::TryLockError;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// How long a client cut off before its first answer waits for the daemon to exit. A daemon
@@ -41,27 +41,34 @@ pub fn daemon_binary() -> PathBuf {
     PathBuf::from("reind")
 }
 
-/// Starts a detached daemon on `socket` and returns once it answers (reind itself waits for its
-/// socket before exiting). Its logs go to `$REIN_HOME/logs/reind.log`.
+/// Starts a detached daemon on `socket` and returns once its socket listens: `rein` spawns
+/// `reind --foreground --detached` itself and waits on its start-notification pipe (the
+/// contract of `rein_protocol::launch`, which `reind` without `--foreground` uses too). Its
+/// logs go to `$REIN_HOME/logs/reind.log`; a daemon that exits before listening is reported
+/// with what it wrote to stderr.
 pub fn start_daemon(socket: &Path) -> Result<(), LaunchError> {
     let binary = daemon_binary();
-    let output = Command::new(&binary)
-        .arg("--socket")
-        .arg(socket)
-        .output()
-        .map_err(|source| LaunchError::Spawn { binary: binary.clone(), source })?;
-    if output.status.success() {
-        return Ok(());
-    }
-    let stderr = String::from_utf8_lossy(&output.stderr).trim().to_string();
+    let (status, stderr) = match launch::start_detached(&binary, socket, &[]) {
+        Ok(Started::Listening { pid }) => {
+            tracing::debug!(pid, socket = %socket.display(), "started reind");
+            return Ok(());
+        }
+        Ok(Started::Exited { status, stderr }) => (status, stderr),
+        Err(StartError::Spawn { binary, source }) => {
+            return Err(LaunchError::Spawn { binary, source });
+        }
+        Err(other) => return Err(LaunchError::Failed(other.to_string())),
+    };
     // Lost a race with another client starting it: that is fine once it answers (it may
     // still be getting ready when we get here). When nothing answers, the daemon in the way
     // serves another socket from the same home.
-    if output.status.code() == Some(3) && answers_within(socket, RACE_PATIENCE) {
+    if status.code() == Some(i32::from(launch::EXIT_ALREADY_RUNNING))
+        && answers_within(socket, RACE_PATIENCE)
+    {
         return Ok(());
     }
     Err(LaunchError::Failed(if stderr.is_empty() {
-        format!("exit status {}", output.status)
+        format!("exit status {status}")
     } else {
         stderr
     }))

@@ -19,7 +19,6 @@ pub mod keys;
 pub mod logging;
 pub mod methods;
 pub mod path_io;
-pub mod ready;
 pub mod rpc_error;
 pub mod secrets;
 pub mod server;

@@ -6,7 +6,6 @@ use rein_ai::registry::Registry;
 use rein_coding::process_groups;
 use rein_daemon::hub::Hub;
 use rein_daemon::keys::KeyStore;
-use rein_daemon::ready::{self, Readiness, ReadyPipe};
 use rein_daemon::server::limits::ConnectionLimits;
 use rein_daemon::server::listener::{self, BindError};
 use rein_daemon::{
@@ -14,9 +13,10 @@ use rein_daemon::{
     secrets, server,
 };
 use rein_protocol::codec::DEFAULT_MAX_LINE_BYTES;
+use rein_protocol::launch::{self, EXIT_ALREADY_RUNNING, Started};
 use rein_protocol::paths;
 use std::path::PathBuf;
-use std::process::{ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -51,11 +51,12 @@ struct Args {
     /// Bytes of unfinished input all connections together may hold.
     #[arg(long, default_value_t = ConnectionLimits::default().max_buffered_input)]
     max_buffered_input: usize,
-    /// Set by the background launcher: log to the file only.
+    /// Set by whoever starts the daemon in the background (`rein`, or `reind` without
+    /// `--foreground`): log to the file only. See `rein_protocol::launch`.
     #[arg(long, hide = true)]
     detached: bool,
-    /// Set by the background launcher: a pipe descriptor to write one byte to once the socket
-    /// listens (see `rein_daemon::ready`).
+    /// Set by whoever starts the daemon in the background: a pipe descriptor to write one
+    /// byte to once the socket listens (see `rein_protocol::launch`).
     #[arg(long, hide = true)]
     ready_fd: Option<i32>,
     /// Only check the configuration file: print the file used and exit 0, or the mistake
@@ -63,9 +64,6 @@ struct Args {
     #[arg(long)]
     check_config: bool,
 }
-
-/// Exit code when another daemon already serves the socket or uses the home.
-const EXIT_ALREADY_RUNNING: u8 = 3;
 
 fn main() -> ExitCode {
     let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
@@ -137,8 +135,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Err(error) => return Err(error.into()),
     };
-    if let Some(fd) = args.ready_fd {
-        ready::notify_listening(fd);
+    if let Some(fd) = args.ready_fd
+        && let Err(error) = launch::notify_listening(fd)
+    {
+        tracing::warn!(%error, fd, "cannot tell the launcher that the socket listens");
     }
     warm_tool_schemas(&home);
     // Everything under REIN_HOME is the user's alone, the files made before this start too.
@@ -285,60 +285,61 @@ impl ShutdownSignals {
     }
 }
 
-/// Without `--foreground`: start a detached copy of ourselves (own process group, no terminal,
-/// output to the log), wait until its socket answers, and exit.
+/// Without `--foreground`: start a detached copy of ourselves (the contract of
+/// `rein_protocol::launch`, which `rein` uses too), wait until its socket listens, and exit.
 fn spawn_background(args: &Args, socket: &std::path::Path) -> anyhow::Result<ExitCode> {
-    use std::os::unix::process::CommandExt;
     if std::os::unix::net::UnixStream::connect(socket).is_ok() {
         eprintln!("reind: another reind is already serving {}", socket.display());
         return Ok(ExitCode::from(EXIT_ALREADY_RUNNING));
     }
     let exe = std::env::current_exe().context("cannot find the reind executable")?;
-    let ready = ReadyPipe::new().context("cannot make the start-notification pipe")?;
-    let mut child = std::process::Command::new(exe)
-        .arg("--foreground")
-        .arg("--detached")
-        .arg("--socket")
-        .arg(socket)
-        .arg("--max-line-bytes")
-        .arg(args.max_line_bytes.to_string())
-        .arg("--max-connections")
-        .arg(args.max_connections.to_string())
-        .arg("--max-in-flight")
-        .arg(args.max_in_flight.to_string())
-        .arg("--line-deadline-secs")
-        .arg(args.line_deadline_secs.to_string())
-        .arg("--partial-line-idle-secs")
-        .arg(args.partial_line_idle_secs.to_string())
-        .arg("--max-buffered-input")
-        .arg(args.max_buffered_input.to_string())
-        .arg("--ready-fd")
-        .arg(ready.daemon_fd().to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .context("cannot start the daemon process")?;
-    // The daemon says when its socket listens; no polling.
-    match ready.wait(Duration::from_secs(10)) {
-        Readiness::Listening => {
-            println!("reind started (pid {}), serving {}", child.id(), socket.display());
+    let limits = [
+        ("--max-line-bytes", args.max_line_bytes.to_string()),
+        ("--max-connections", args.max_connections.to_string()),
+        ("--max-in-flight", args.max_in_flight.to_string()),
+        ("--line-deadline-secs", args.line_deadline_secs.to_string()),
+        ("--partial-line-idle-secs", args.partial_line_idle_secs.to_string()),
+        ("--max-buffered-input", args.max_buffered_input.to_string()),
+    ];
+    let extra: Vec<std::ffi::OsString> =
+        limits.into_iter().flat_map(|(flag, value)| [flag.into(), value.into()]).collect();
+    match launch::start_detached(&exe, socket, &extra)? {
+        Started::Listening { pid } => {
+            println!("reind started (pid {pid}), serving {}", socket.display());
             Ok(ExitCode::SUCCESS)
         }
-        Readiness::Gone => {
-            let status = child.wait().context("cannot watch the daemon process")?;
-            let mut message = String::new();
-            if let Some(mut stderr) = child.stderr.take() {
-                use std::io::Read;
-                let _ = stderr.read_to_string(&mut message);
+        Started::Exited { status, stderr } => {
+            if !stderr.is_empty() {
+                eprintln!("{stderr}");
             }
-            eprint!("{message}");
             let code = status.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1);
             Ok(ExitCode::from(code))
         }
-        Readiness::TimedOut => {
-            anyhow::bail!("the daemon did not answer on {} within 10 s", socket.display())
-        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn the_launch_contract_parses() {
+        let args = Args::try_parse_from([
+            "reind",
+            launch::FOREGROUND_FLAG,
+            launch::DETACHED_FLAG,
+            launch::SOCKET_FLAG,
+            "/tmp/r.sock",
+            launch::READY_FD_FLAG,
+            "7",
+            "--max-connections",
+            "9",
+        ])
+        .unwrap();
+        assert!(args.foreground && args.detached);
+        assert_eq!(args.socket, Some(PathBuf::from("/tmp/r.sock")));
+        assert_eq!((args.ready_fd, args.max_connections), (Some(7), 9));
     }
 }

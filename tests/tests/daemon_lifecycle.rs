@@ -211,3 +211,82 @@ fn sigterm_shuts_down_gracefully() {
     assert_eq!(daemon.wait_for_exit(), Some(0));
     assert!(!daemon.socket().exists());
 }
+
+/// `rein` starts the daemon itself (`reind --foreground --detached --ready-fd N`, see
+/// `rein_protocol::launch`): one exec of `reind`, not a background `reind` that starts another.
+#[test]
+fn rein_starts_the_daemon_with_one_exec_of_reind() {
+    use std::os::unix::fs::PermissionsExt;
+    let daemon = DaemonFixture::new();
+    let bin = tempfile::tempdir().unwrap();
+    let calls = bin.path().join("calls");
+    // A stand-in `reind` that records each exec, then becomes the real one.
+    let wrapper = bin.path().join("reind");
+    let script = format!(
+        "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+        calls.display(),
+        rein_testkit::daemon::binary("reind").display()
+    );
+    std::fs::write(&wrapper, script).unwrap();
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+
+    let output =
+        daemon.rein().env("REIN_DAEMON_BIN", &wrapper).args(["rpc", "daemon/info"]).output();
+    let output = output.unwrap();
+    assert!(output.status.success(), "{output:?}");
+    let info: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(info["pid"].is_u64(), "{info}");
+    let recorded = std::fs::read_to_string(&calls).unwrap();
+    let lines: Vec<&str> = recorded.lines().collect();
+    assert_eq!(lines.len(), 1, "reind was executed more than once: {lines:?}");
+    for flag in ["--foreground", "--detached", "--ready-fd", "--socket"] {
+        assert!(lines[0].split(' ').any(|word| word == flag), "{flag} missing: {}", lines[0]);
+    }
+    assert!(daemon.run_rein(&["daemon", "stop"]).status.success());
+}
+
+/// A daemon that exits before it listens (here: a mistake in its configuration) is reported
+/// by the `rein` that started it, with the daemon's own message.
+#[test]
+fn rein_reports_why_the_daemon_did_not_start() {
+    let daemon = DaemonFixture::new();
+    std::fs::write(daemon.home().join("config.toml"), "approval_polcy = \"ask\"\n").unwrap();
+    let output = daemon.run_rein(&["rpc", "daemon/info"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("reind did not start"), "{stderr}");
+    assert!(stderr.contains("approval_polcy"), "the daemon's reason is passed on: {stderr}");
+    assert!(!daemon.socket().exists(), "nothing listens");
+    // `rein daemon start` says the same.
+    let output = daemon.run_rein(&["daemon", "start"]);
+    assert!(!output.status.success(), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("approval_polcy"), "{output:?}");
+}
+
+/// Two clients that find no daemon at once both start one: one wins, the other's daemon
+/// exits with "already running" and that client uses the winner.
+#[test]
+fn clients_starting_the_daemon_at_once_share_one() {
+    let daemon = DaemonFixture::new();
+    let clients: Vec<_> = (0..4)
+        .map(|_| {
+            daemon
+                .rein()
+                .args(["rpc", "daemon/info"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut pids = Vec::new();
+    for client in clients {
+        let output = client.wait_with_output().unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let info: Value = serde_json::from_slice(&output.stdout).unwrap();
+        pids.push(info["pid"].as_u64().unwrap());
+    }
+    pids.dedup();
+    assert_eq!(pids.len(), 1, "one daemon serves them all: {pids:?}");
+    assert!(daemon.run_rein(&["daemon", "stop"]).status.success());
+}

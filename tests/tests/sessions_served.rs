@@ -362,3 +362,30 @@ fn daemon_events_report_the_session_lifecycle_and_idle_sessions_unload() {
     let missing = a.call(8, "session/state", json!({"session_id": session}));
     assert_eq!(missing["error"]["data"]["kind"], "session_not_found");
 }
+
+/// `session/list` summarizes a loaded session from memory: the same summary its file gives
+/// once the session is closed, `loaded` aside.
+#[test]
+fn a_loaded_sessions_listing_matches_its_files() {
+    let Served { project, fake: _fake, daemon } = Served::start(
+        vec![Reply::tool_call("bash", json!({"command": "echo listed"})), Reply::text("done")],
+        "approval_policy = \"yolo\"",
+    );
+    let mut a = daemon.client("a", false);
+    let session = a.create_session(project.path());
+    a.subscribe(&session, None);
+    a.call_ok(3, "session/prompt", json!({"session_id": session, "text": "list me"}));
+    a.events_until("settled");
+    a.call_ok(4, "session/rename", json!({"session_id": session, "name": "listed one"}));
+    let loaded = a.call_ok(5, "session/list", json!({"cwd": project.path()}));
+    let mut from_memory = loaded["sessions"][0].clone();
+    assert_eq!(from_memory["loaded"], true, "{loaded}");
+    assert_eq!(from_memory["name"], "listed one", "{loaded}");
+    assert_eq!(from_memory["first_prompt"], "list me", "{loaded}");
+    a.call_ok(6, "session/close", json!({"session_id": session}));
+    let closed = a.call_ok(7, "session/list", json!({"cwd": project.path()}));
+    let from_file = &closed["sessions"][0];
+    assert_eq!(from_file["loaded"], false, "{closed}");
+    from_memory["loaded"] = json!(false);
+    assert_eq!(&from_memory, from_file);
+}

@@ -10,6 +10,7 @@ use rein_protocol::{EntryKind, SessionEntry};
 use crate::error::SessionError;
 use crate::header::SessionHeader;
 use crate::ids::format_rfc3339;
+use crate::session::Session;
 
 /// Longest first prompt shown in a listing, in characters.
 const FIRST_PROMPT_CHARS: usize = 200;
@@ -57,6 +58,41 @@ pub fn summarize_file(path: &Path) -> Result<SessionSummary, SessionError> {
         entry_count,
         size_bytes: metadata.len(),
         created: header.created,
+        updated,
+        path: path.display().to_string(),
+        loaded: false,
+        running: false,
+    })
+}
+
+/// The listing summary of an open session, from what it holds in memory instead of reading
+/// its file again: the same fields as [`summarize_file`] gives for that file (an open session
+/// holds every line of its file as an entry), with the size and `updated` from one `stat`.
+/// `loaded` and `running` are left false for the daemon to fill in.
+pub fn summarize_session(session: &Session) -> Result<SessionSummary, SessionError> {
+    let path = session.path();
+    let metadata = std::fs::metadata(path).map_err(SessionError::io("stat", path))?;
+    let header = session.header();
+    let entries = session.tree().entries();
+    let first_prompt = entries.iter().find_map(|entry| match &entry.kind {
+        EntryKind::Message { message } => match message.as_ref() {
+            Message::User(user) => Some(shorten(&user.content)),
+            _ => None,
+        },
+        _ => None,
+    });
+    let updated = metadata
+        .modified()
+        .map(|t| format_rfc3339(t.into()))
+        .unwrap_or_else(|_| header.created.clone());
+    Ok(SessionSummary {
+        session_id: header.id.clone(),
+        cwd: header.cwd.clone(),
+        name: session.name().map(str::to_string),
+        first_prompt,
+        entry_count: entries.len() as u64,
+        size_bytes: metadata.len(),
+        created: header.created.clone(),
         updated,
         path: path.display().to_string(),
         loaded: false,
@@ -122,6 +158,31 @@ mod tests {
             (empty.entry_count, empty.first_prompt.as_deref(), empty.name.as_deref()),
             (0, None, None)
         );
+    }
+
+    #[test]
+    fn an_open_sessions_summary_from_memory_matches_its_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = SessionStore::new(dir.path());
+        let mut session = store.create("/proj/a").unwrap();
+        let empty = summarize_session(&session).unwrap();
+        assert_eq!(empty, summarize_file(session.path()).unwrap());
+        session.set_name(Some("first name".into())).unwrap();
+        session.append_message(assistant("x", &[]).message).unwrap();
+        let long = format!("  fix\n the   bug {}", "word ".repeat(60));
+        session.append_message(Message::User(UserMessage::text(long, 1))).unwrap();
+        session.append_message(Message::User(UserMessage::text("second", 2))).unwrap();
+        session.set_name(Some("final name".into())).unwrap();
+        let from_memory = summarize_session(&session).unwrap();
+        assert_eq!(from_memory, summarize_file(session.path()).unwrap());
+        assert_eq!(from_memory.name.as_deref(), Some("final name"));
+        assert_eq!(from_memory.entry_count, 5);
+        assert!(from_memory.first_prompt.as_deref().is_some_and(|p| p.starts_with("fix the bug")));
+        // A name cleared last is no name, in memory as in the file.
+        session.set_name(None).unwrap();
+        let cleared = summarize_session(&session).unwrap();
+        assert_eq!(cleared, summarize_file(session.path()).unwrap());
+        assert_eq!(cleared.name, None);
     }
 
     #[test]

@@ -112,6 +112,17 @@ impl SessionStore {
     /// first, and every session file or project directory that could not be read. Only an
     /// unreadable sessions directory (`<root>/sessions`) itself is an error.
     pub fn list_with_errors(&self, cwd: Option<&str>) -> Result<ListSessionsResult, SessionError> {
+        self.list_with_errors_using(cwd, |_| None)
+    }
+
+    /// Like [`SessionStore::list_with_errors`], but a session for whose id `in_memory` gives a
+    /// summary (an open session, see [`crate::listing::summarize_session`]) is listed with it
+    /// instead of reading its file.
+    pub fn list_with_errors_using(
+        &self,
+        cwd: Option<&str>,
+        in_memory: impl Fn(&str) -> Option<SessionSummary>,
+    ) -> Result<ListSessionsResult, SessionError> {
         let dirs = match cwd {
             Some(cwd) => vec![paths::sessions_dir(&self.root).join(paths::project_dir_name(cwd))],
             None => self.project_dirs()?,
@@ -131,7 +142,8 @@ impl SessionStore {
                 }
             };
             for path in files {
-                match summarize_file(&path) {
+                let known = path.file_stem().and_then(|id| in_memory(&id.to_string_lossy()));
+                match known.map_or_else(|| summarize_file(&path), Ok) {
                     Ok(summary) if cwd.is_none_or(|c| c == summary.cwd) => sessions.push(summary),
                     Ok(_) => {}
                     Err(error) => skip(&path, &error),

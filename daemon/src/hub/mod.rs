@@ -444,10 +444,12 @@ impl Hub {
     /// Sessions on disk (per project directory or all), marked loaded and running as they are,
     /// with what could not be read.
     pub fn list(&self, cwd: Option<&str>) -> Result<ListSessionsResult, RpcError> {
+        // A loaded session is summarized from memory: its file is not read again.
+        let in_memory = |id: &str| self.loaded(id).and_then(|loaded| loaded.session.summary().ok());
         let mut listing = self
             .env()
             .store
-            .list_with_errors(cwd)
+            .list_with_errors_using(cwd, in_memory)
             .map_err(|error| RpcError::new(error.kind(), error.to_string()))?;
         for summary in &mut listing.sessions {
             if let Some(loaded) = self.loaded(&summary.session_id) {

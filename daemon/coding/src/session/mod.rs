@@ -598,10 +598,10 @@ impl CodingSession {
         self.journal.read(|file| read(file.tree().entries(), file.leaf_id())).ok()
     }
 
-    /// The session as `session/list` shows it.
+    /// The session as `session/list` shows it, summarized from memory (its file is not read
+    /// again).
     pub fn summary(&self) -> Result<SessionSummary, CodingError> {
-        let path = self.journal.read(|file| file.path().to_path_buf())?;
-        let mut summary = rein_session::listing::summarize_file(&path)?;
+        let mut summary = self.journal.read(rein_session::listing::summarize_session)??;
         summary.loaded = true;
         summary.running = self.harness.is_running();
         Ok(summary)

@@ -1,0 +1,298 @@
+//! Starting `reind` in the background: the one definition of how a detached daemon is spawned
+//! and how it tells whoever started it that its socket listens. Shared by the `rein` client,
+//! which starts the daemon itself when nothing answers, and by `reind` run without
+//! `--foreground`.
+//!
+//! The contract is the daemon's command line:
+//!
+//! ```text
+//! reind --foreground --detached --socket PATH --ready-fd N [other reind flags]
+//! ```
+//!
+//! started with stdin and stdout on `/dev/null`, stderr on a pipe, and in a process group of
+//! its own (a terminal's Ctrl-C does not reach it). `--detached` makes it log to its log file
+//! only. `N` is the write end of a pipe kept open across exec ([`ReadyPipe`]): the daemon
+//! writes one byte there right after binding its socket and closes it
+//! ([`notify_listening`]), so no tool or server it starts later inherits it. If the daemon
+//! dies first, the starter sees the end of the pipe instead, reaps the daemon and reports its
+//! exit code and what it wrote to stderr. Exit code [`EXIT_ALREADY_RUNNING`] means another
+//! daemon already serves the socket or uses the same home (a lost race between two starters).
+
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::Duration;
+
+/// `reind` flag: run the daemon in this process instead of starting a detached one.
+pub const FOREGROUND_FLAG: &str = "--foreground";
+/// `reind` flag: log to the log file only (nobody reads the daemon's stderr once it listens).
+pub const DETACHED_FLAG: &str = "--detached";
+/// `reind` flag: the socket path to serve.
+pub const SOCKET_FLAG: &str = "--socket";
+/// `reind` flag: the descriptor of the start-notification pipe's write end.
+pub const READY_FD_FLAG: &str = "--ready-fd";
+
+/// `reind` exit code when another daemon already serves the socket or uses the home.
+pub const EXIT_ALREADY_RUNNING: u8 = 3;
+
+/// How long a starter waits for the daemon's socket to listen.
+pub const READY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What the starter learned from the start-notification pipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Readiness {
+    /// The daemon's socket listens.
+    Listening,
+    /// The daemon closed the pipe without saying so: it exited (or is exiting).
+    Gone,
+    /// Nothing came within the wait.
+    TimedOut,
+}
+
+/// The starter's end of the start-notification pipe; its write end goes to the daemon.
+#[derive(Debug)]
+pub struct ReadyPipe {
+    reader: std::io::PipeReader,
+    writer: std::io::PipeWriter,
+}
+
+impl ReadyPipe {
+    /// A pipe whose write end survives the daemon's exec (std opens pipes close-on-exec).
+    pub fn new() -> std::io::Result<Self> {
+        let (reader, writer) = std::io::pipe()?;
+        nix::fcntl::fcntl(&writer, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()))?;
+        Ok(Self { reader, writer })
+    }
+
+    /// The descriptor number the spawned daemon gets as `--ready-fd`.
+    pub fn daemon_fd(&self) -> RawFd {
+        self.writer.as_raw_fd()
+    }
+
+    /// Waits, after the daemon was spawned, until it listens or is gone, for at most
+    /// `timeout`. Closes this process's copy of the write end first, so the pipe ends when
+    /// the daemon's copy does.
+    pub fn wait(self, timeout: Duration) -> Readiness {
+        let Self { reader, writer } = self;
+        drop(writer);
+        let (sender, receiver) = std::sync::mpsc::channel();
+        // A blocking read has no timeout of its own; the thread ends with the pipe or with
+        // this process.
+        std::thread::spawn(move || {
+            let mut byte = [0_u8; 1];
+            let outcome = loop {
+                match (&reader).read(&mut byte) {
+                    Ok(1) => break Readiness::Listening,
+                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+                    _ => break Readiness::Gone,
+                }
+            };
+            let _ = sender.send(outcome);
+        });
+        receiver.recv_timeout(timeout).unwrap_or(Readiness::TimedOut)
+    }
+}
+
+/// The daemon's end: tells the starter behind `fd` that the socket listens, then closes the
+/// descriptor (also when the write failed). The starter of a daemon that failed to tell sees
+/// it as gone only once it exits, or times out.
+pub fn notify_listening(fd: RawFd) -> std::io::Result<()> {
+    // Opening the descriptor's /proc entry gives a second handle on the pipe without unsafe
+    // code; the number itself is closed after.
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(nix::libc::O_NONBLOCK)
+        .open(format!("/proc/self/fd/{fd}"))
+        .and_then(|mut pipe| pipe.write_all(b"\n"));
+    let closed = nix::unistd::close(fd).map_err(std::io::Error::from);
+    written.and(closed)
+}
+
+/// How a detached start ended.
+#[derive(Debug)]
+pub enum Started {
+    /// The daemon's socket listens.
+    Listening {
+        /// The daemon's process id.
+        pid: u32,
+    },
+    /// The daemon exited before its socket listened.
+    Exited {
+        /// Its exit status.
+        status: ExitStatus,
+        /// What it wrote to stderr (its reason), trimmed.
+        stderr: String,
+    },
+}
+
+/// Failures to start a detached daemon (other than the daemon's own exit, see [`Started`]).
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// The start-notification pipe could not be made.
+    #[error("cannot make the start-notification pipe: {0}")]
+    Pipe(std::io::Error),
+    /// The daemon binary could not be run.
+    #[error("cannot run {binary}: {source}")]
+    Spawn {
+        /// The binary tried.
+        binary: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The daemon closed the pipe but could not be waited for.
+    #[error("cannot watch the daemon process: {0}")]
+    Wait(std::io::Error),
+    /// The socket did not listen within [`READY_TIMEOUT`]; the daemon is left running.
+    #[error("the daemon did not answer on {} within {} s", socket.display(), READY_TIMEOUT.as_secs())]
+    TimedOut {
+        /// The socket waited for.
+        socket: PathBuf,
+    },
+}
+
+/// Starts `binary` as a detached daemon serving `socket` (the contract in the module
+/// documentation; `extra` are further `reind` flags) and waits until its socket listens or it
+/// exits.
+pub fn start_detached(
+    binary: &Path,
+    socket: &Path,
+    extra: &[OsString],
+) -> Result<Started, StartError> {
+    let ready = ReadyPipe::new().map_err(StartError::Pipe)?;
+    let mut child = Command::new(binary)
+        .arg(FOREGROUND_FLAG)
+        .arg(DETACHED_FLAG)
+        .arg(SOCKET_FLAG)
+        .arg(socket)
+        .arg(READY_FD_FLAG)
+        .arg(ready.daemon_fd().to_string())
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .spawn()
+        .map_err(|source| StartError::Spawn { binary: binary.to_path_buf(), source })?;
+    match ready.wait(READY_TIMEOUT) {
+        Readiness::Listening => {
+            let pid = child.id();
+            reap_in_background(child);
+            Ok(Started::Listening { pid })
+        }
+        Readiness::Gone => {
+            // Read to the end before waiting, so a daemon with a lot to say is not blocked on
+            // a full pipe while this waits for it to exit.
+            let mut stderr = String::new();
+            if let Some(mut pipe) = child.stderr.take() {
+                let _ = pipe.read_to_string(&mut stderr);
+            }
+            let status = child.wait().map_err(StartError::Wait)?;
+            Ok(Started::Exited { status, stderr: stderr.trim().to_string() })
+        }
+        Readiness::TimedOut => {
+            reap_in_background(child);
+            Err(StartError::TimedOut { socket: socket.to_path_buf() })
+        }
+    }
+}
+
+/// Lets go of a daemon that keeps running: its stderr pipe is closed here (nobody reads it
+/// once it listens) and a thread waits for its exit, so a long-lived starter (an interactive
+/// `rein`) leaves no zombie when the daemon stops.
+fn reap_in_background(mut child: std::process::Child) {
+    drop(child.stderr.take());
+    let reaper = std::thread::Builder::new().name("reind-reaper".into()).spawn(move || {
+        let _ = child.wait();
+    });
+    // Without a thread the daemon is reaped when this process exits instead.
+    drop(reaper);
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_byte_means_listening_and_a_closed_pipe_means_gone() {
+        let pipe = ReadyPipe::new().unwrap();
+        let mut daemon_end = pipe.writer.try_clone().unwrap();
+        daemon_end.write_all(b"\n").unwrap();
+        assert_eq!(pipe.wait(Duration::from_secs(10)), Readiness::Listening);
+
+        let pipe = ReadyPipe::new().unwrap();
+        let daemon_end = pipe.writer.try_clone().unwrap();
+        drop(daemon_end);
+        assert_eq!(pipe.wait(Duration::from_secs(10)), Readiness::Gone);
+
+        let pipe = ReadyPipe::new().unwrap();
+        let _daemon_end = pipe.writer.try_clone().unwrap();
+        assert_eq!(pipe.wait(Duration::from_millis(50)), Readiness::TimedOut);
+    }
+
+    /// A stand-in daemon: a shell script that records its arguments, then runs `body` with
+    /// `$fd` set to the `--ready-fd` descriptor.
+    fn script(dir: &Path, name: &str, body: &str) -> PathBuf {
+        let path = dir.join(name);
+        let text = format!(
+            "#!/bin/sh\nprintf '%s\\n' \"$@\" > \"{}\"\nfd=\nwhile [ $# -gt 0 ]; do\n  \
+             if [ \"$1\" = {READY_FD_FLAG} ]; then fd=$2; fi\n  shift\ndone\n{body}\n",
+            dir.join("args").display()
+        );
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        path
+    }
+
+    // One test for both stand-ins: scripts written and run from parallel tests can fail with
+    // "text file busy" when one test's fork holds the other's file open for writing.
+    #[test]
+    fn the_starter_sees_listening_or_the_exit_code_and_stderr() {
+        let dir = tempfile::tempdir().unwrap();
+        // The stand-in keeps running after it said so, like a daemon.
+        let binary = script(dir.path(), "listens", "echo > /proc/self/fd/$fd\nexec sleep 1");
+        let socket = dir.path().join("reind.sock");
+        let extra = [OsString::from("--max-connections"), OsString::from("7")];
+        let started = start_detached(&binary, &socket, &extra).unwrap();
+        assert!(matches!(started, Started::Listening { pid } if pid > 0), "{started:?}");
+        let args = std::fs::read_to_string(dir.path().join("args")).unwrap();
+        let args: Vec<&str> = args.lines().collect();
+        let fd = args[5];
+        assert!(fd.parse::<i32>().is_ok(), "{args:?}");
+        let expected = [
+            FOREGROUND_FLAG,
+            DETACHED_FLAG,
+            SOCKET_FLAG,
+            socket.to_str().unwrap(),
+            READY_FD_FLAG,
+            fd,
+            "--max-connections",
+            "7",
+        ];
+        assert_eq!(args, expected);
+
+        let binary = script(dir.path(), "exits", "echo 'reind: already serving' >&2\nexit 3");
+        let socket = dir.path().join("reind.sock");
+        match start_detached(&binary, &socket, &[]).unwrap() {
+            Started::Exited { status, stderr } => {
+                assert_eq!(status.code(), Some(i32::from(EXIT_ALREADY_RUNNING)));
+                assert_eq!(stderr, "reind: already serving");
+            }
+            other => panic!("expected an exit, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_missing_binary_is_a_spawn_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("no-such-reind");
+        let error = start_detached(&missing, &dir.path().join("s"), &[]).unwrap_err();
+        assert!(matches!(error, StartError::Spawn { ref binary, .. } if *binary == missing));
+    }
+}

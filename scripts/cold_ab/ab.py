@@ -1,0 +1,48 @@
+"""Cold and warm one-shot `rein run`, interleaved across builds, for comparing builds under
+the same load (docs/benchmarks.md, "Cost per turn as history grows", cold start).
+
+    python3 scripts/cold_ab/ab.py N DIR [DIR...]
+
+Each DIR holds a `rein` and a `reind` (copies of target/release). For each of N rounds and
+each DIR: a fresh REIN_HOME, one cold `rein run --approve yolo "say ok"` (no daemon: `rein`
+starts it), two untimed runs, one timed warm run on the daemon the cold run started, then
+`rein daemon stop`. The provider is fake_provider.py (one streamed "ok" per request) on
+127.0.0.1. Timing is perf_counter around the child process.
+"""
+import os, subprocess, sys, tempfile, time, statistics, shutil
+N = int(sys.argv[1]); builds = sys.argv[2:]
+here = os.path.dirname(os.path.abspath(__file__))
+fake = subprocess.Popen([sys.executable, os.path.join(here, "fake_provider.py")],
+                        stdout=subprocess.PIPE, text=True)
+port = int(fake.stdout.readline())
+proj = tempfile.mkdtemp()
+res = {(b, k): [] for b in builds for k in ("cold", "warm")}
+def run(env, rein):
+    s = time.perf_counter()
+    r = subprocess.run([rein, "run", "--approve", "yolo", "say ok"], cwd=proj, env=env,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    t = (time.perf_counter() - s) * 1000
+    if r.returncode != 0:
+        print("failed", r.stderr[-300:])
+    return t
+for i in range(N):
+    for b in builds:
+        home = tempfile.mkdtemp()
+        open(f"{home}/config.toml", "w").write(
+            f'model = "fake/test-model"\n[providers.fake]\napi = "openai-chat"\n'
+            f'base_url = "http://127.0.0.1:{port}/v1"\napi_key_env = ""\n')
+        env = dict(os.environ, REIN_HOME=home, REIN_SOCKET=f"{home}/run/reind.sock",
+                   REIN_DAEMON_BIN=os.path.join(b, "reind"), NO_COLOR="1")
+        rein = os.path.join(b, "rein")
+        res[(b, "cold")].append(run(env, rein))
+        run(env, rein); run(env, rein)
+        res[(b, "warm")].append(run(env, rein))
+        subprocess.run([rein, "daemon", "stop"], env=env, stdout=subprocess.DEVNULL)
+        shutil.rmtree(home, ignore_errors=True)
+fake.kill()
+for b in builds:
+    c = statistics.median(res[(b, "cold")]); w = statistics.median(res[(b, "warm")])
+    for k in ("cold", "warm"):
+        xs = sorted(res[(b, k)])
+        print(f"{b} {k}: n={len(xs)} min={xs[0]:.1f} median={statistics.median(xs):.1f} max={xs[-1]:.1f} ms")
+    print(f"{b}: cold/warm = {c / w:.2f}x")
