@@ -46,23 +46,36 @@ pub fn summarize_file(path: &Path) -> Result<SessionSummary, SessionError> {
             EntryKind::SessionInfo { name } => name,
             _ => None,
         });
+    Ok(summary(&header, path, &metadata, name, first_prompt, entry_count))
+}
+
+/// The summary of the session `header` begins, stored at `path` (`metadata` from it): its
+/// `updated` time is the file's, `loaded` and `running` are false.
+fn summary(
+    header: &SessionHeader,
+    path: &Path,
+    metadata: &std::fs::Metadata,
+    name: Option<String>,
+    first_prompt: Option<String>,
+    entry_count: u64,
+) -> SessionSummary {
     let updated = metadata
         .modified()
         .map(|t| format_rfc3339(t.into()))
         .unwrap_or_else(|_| header.created.clone());
-    Ok(SessionSummary {
-        session_id: header.id,
-        cwd: header.cwd,
+    SessionSummary {
+        session_id: header.id.clone(),
+        cwd: header.cwd.clone(),
         name,
         first_prompt,
         entry_count,
         size_bytes: metadata.len(),
-        created: header.created,
+        created: header.created.clone(),
         updated,
         path: path.display().to_string(),
         loaded: false,
         running: false,
-    })
+    }
 }
 
 /// The listing summary of an open session, from what it holds in memory instead of reading
@@ -81,23 +94,8 @@ pub fn summarize_session(session: &Session) -> Result<SessionSummary, SessionErr
         },
         _ => None,
     });
-    let updated = metadata
-        .modified()
-        .map(|t| format_rfc3339(t.into()))
-        .unwrap_or_else(|_| header.created.clone());
-    Ok(SessionSummary {
-        session_id: header.id.clone(),
-        cwd: header.cwd.clone(),
-        name: session.name().map(str::to_string),
-        first_prompt,
-        entry_count: entries.len() as u64,
-        size_bytes: metadata.len(),
-        created: header.created.clone(),
-        updated,
-        path: path.display().to_string(),
-        loaded: false,
-        running: false,
-    })
+    let name = session.name().map(str::to_string);
+    Ok(summary(header, path, &metadata, name, first_prompt, entries.len() as u64))
 }
 
 /// The whole line around byte offset `at`.

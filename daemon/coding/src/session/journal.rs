@@ -295,25 +295,61 @@ pub(crate) fn announce_entries(sink: &EventSink, entries: &[SessionEntry]) {
     }
 }
 
+/// Journals on scratch session files for the tests of the session's write path.
+#[cfg(test)]
+pub(super) mod testing {
+    use super::*;
+
+    /// Events passed on, in order.
+    pub(in crate::session) type Recorded = Arc<Mutex<Vec<SessionEvent>>>;
+
+    /// A sink that records every event it is given.
+    pub(in crate::session) fn recording_sink(events: &Recorded) -> EventSink {
+        let seen = Arc::clone(events);
+        Arc::new(move |event| seen.lock().unwrap().push(event))
+    }
+
+    /// A journal on a new session file, its sink, and the events that sink recorded.
+    pub(in crate::session) fn journal_on_new_file(
+        dir: &std::path::Path,
+    ) -> (Arc<Journal>, EventSink, Recorded) {
+        let session = rein_session::SessionStore::new(dir).create("/p").unwrap();
+        let events = Recorded::default();
+        let sink = recording_sink(&events);
+        (Arc::new(Journal::new(session, sink.clone())), sink, events)
+    }
+
+    /// The ids of the entries the session file holds now, read from disk.
+    pub(in crate::session) fn ids_on_disk(journal: &Journal) -> Vec<String> {
+        let path = journal.read(|session| session.path().to_path_buf()).unwrap();
+        let text = std::fs::read_to_string(path).unwrap();
+        text.lines().skip(1).map(|l| serde_json::from_str::<SessionEntry>(l).unwrap().id).collect()
+    }
+
+    /// The ids of the entries announced (`EntryAppended`) among `events`, in order.
+    pub(in crate::session) fn announced_ids(events: &Recorded) -> Vec<String> {
+        events
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|event| match event {
+                SessionEvent::EntryAppended { entry } => Some(entry.id.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::testing::{announced_ids, ids_on_disk};
     use super::*;
     use rein_protocol::EntryKind;
 
     /// A journal on a new session file, and the events it announced.
-    fn journal(dir: &std::path::Path) -> (Arc<Journal>, Arc<Mutex<Vec<SessionEvent>>>) {
-        let session = rein_session::SessionStore::new(dir).create("/p").unwrap();
-        let events = Arc::new(Mutex::new(Vec::new()));
-        let seen = Arc::clone(&events);
-        let sink: EventSink = Arc::new(move |event| seen.lock().unwrap().push(event));
-        (Arc::new(Journal::new(session, sink)), events)
-    }
-
-    /// The ids of the entries the session file holds now, read from disk.
-    fn ids_on_disk(journal: &Journal) -> Vec<String> {
-        let path = journal.read(|session| session.path().to_path_buf()).unwrap();
-        let text = std::fs::read_to_string(path).unwrap();
-        text.lines().skip(1).map(|l| serde_json::from_str::<SessionEntry>(l).unwrap().id).collect()
+    fn journal(dir: &std::path::Path) -> (Arc<Journal>, super::testing::Recorded) {
+        let (journal, _sink, events) = super::testing::journal_on_new_file(dir);
+        (journal, events)
     }
 
     /// On a current-thread runtime the test's thread is the only async worker: a write that
@@ -351,15 +387,7 @@ mod tests {
             }
         });
         futures::future::join_all(writes).await;
-        let announced: Vec<String> = events
-            .lock()
-            .unwrap()
-            .iter()
-            .filter_map(|event| match event {
-                SessionEvent::EntryAppended { entry } => Some(entry.id.clone()),
-                _ => None,
-            })
-            .collect();
+        let announced = announced_ids(&events);
         assert_eq!(announced, ids_on_disk(&journal));
         assert_eq!(announced.len(), 8);
     }
@@ -384,15 +412,7 @@ mod tests {
         for write in futures::future::join_all(writes).await {
             write.unwrap();
         }
-        let announced: Vec<String> = events
-            .lock()
-            .unwrap()
-            .iter()
-            .filter_map(|event| match event {
-                SessionEvent::EntryAppended { entry } => Some(entry.id.clone()),
-                _ => None,
-            })
-            .collect();
+        let announced = announced_ids(&events);
         assert_eq!(announced, ids_on_disk(&journal));
         assert_eq!(announced.len(), 12);
         // One chain: each entry hangs off the one before it.

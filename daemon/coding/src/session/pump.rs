@@ -305,14 +305,9 @@ mod tests {
     use rein_protocol::message::{ContentBlock, ToolResultMessage, Usage, UserMessage};
     use rein_protocol::verify::RunOutcome;
 
-    /// A journal on a new session file, and the events passed on.
-    fn journal(dir: &std::path::Path) -> (Arc<Journal>, EventSink, Arc<Mutex<Vec<SessionEvent>>>) {
-        let session = rein_session::SessionStore::new(dir).create("/p").unwrap();
-        let events = Arc::new(Mutex::new(Vec::new()));
-        let seen = Arc::clone(&events);
-        let sink: EventSink = Arc::new(move |event| seen.lock().unwrap().push(event));
-        (Arc::new(Journal::new(session, sink.clone())), sink, events)
-    }
+    use crate::session::journal::testing::{
+        announced_ids, ids_on_disk, journal_on_new_file as journal, recording_sink as journal_sink,
+    };
 
     fn result(call: &str) -> Message {
         Message::ToolResult(ToolResultMessage {
@@ -406,15 +401,7 @@ mod tests {
         );
         // What was announced is what the file holds, in its order.
         let on_disk = ids_on_disk(&journal);
-        let announced: Vec<String> = events
-            .lock()
-            .unwrap()
-            .iter()
-            .filter_map(|event| match event {
-                SessionEvent::EntryAppended { entry } => Some(entry.id.clone()),
-                _ => None,
-            })
-            .collect();
+        let announced = announced_ids(&events);
         assert_eq!(announced, on_disk);
     }
 
@@ -497,17 +484,5 @@ mod tests {
             "{seen:?}"
         );
         assert!(!stopped.load(std::sync::atomic::Ordering::SeqCst), "stopped once, earlier");
-    }
-
-    fn journal_sink(events: &Arc<Mutex<Vec<SessionEvent>>>) -> EventSink {
-        let seen = Arc::clone(events);
-        Arc::new(move |event| seen.lock().unwrap().push(event))
-    }
-
-    /// The ids of the entries the session file holds now, read from disk.
-    fn ids_on_disk(journal: &Journal) -> Vec<String> {
-        let path = journal.read(|session| session.path().to_path_buf()).unwrap();
-        let text = std::fs::read_to_string(path).unwrap();
-        text.lines().skip(1).map(|l| serde_json::from_str::<SessionEntry>(l).unwrap().id).collect()
     }
 }
