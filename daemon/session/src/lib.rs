@@ -16,6 +16,7 @@ pub mod export;
 pub mod header;
 pub mod ids;
 pub mod listing;
+mod ordered_lines;
 pub mod paths;
 pub mod repair;
 pub mod replay;

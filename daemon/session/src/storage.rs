@@ -3,6 +3,7 @@
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{BufRead, BufReader, Seek, Write};
+use std::num::NonZeroUsize;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -11,6 +12,7 @@ use serde::Serialize;
 
 use crate::error::SessionError;
 use crate::header::{FORMAT_VERSION, SessionHeader};
+use crate::ordered_lines;
 use crate::paths;
 use crate::tree::SessionTree;
 use crate::writer::{AppendTicket, FileWriter};
@@ -56,16 +58,30 @@ pub fn parse_file(path: &Path, bytes: &[u8]) -> Result<ParsedFile, SessionError>
 /// Reads a session file line by line from `reader` (the file is never held whole in memory:
 /// a 100,000-entry file is about 50 MB). Returns what [`parse_file`] does, except that
 /// `repaired_bytes` is left unset for the caller to fill in when `needs_rewrite` says so,
-/// and the number of bytes read.
+/// and the number of bytes read. A file of [`PARALLEL_FROM_LINES`] lines or more is parsed
+/// on every core (see [`ordered_lines`]); the result is the same either way.
 fn read_entries(
     path: &Path,
-    mut reader: impl BufRead,
+    reader: impl BufRead + Send,
     lines: usize,
 ) -> Result<(ParsedFile, u64), SessionError> {
+    let parsers = std::thread::available_parallelism().map_or(1, NonZeroUsize::get).min(4);
+    let parsers = NonZeroUsize::new(parsers).filter(|_| lines >= PARALLEL_FROM_LINES);
+    read_entries_with(path, reader, lines, parsers)
+}
+
+/// [`read_entries`] with the number of parser threads chosen by the caller: `None` parses on
+/// the calling thread.
+fn read_entries_with(
+    path: &Path,
+    mut reader: impl BufRead + Send,
+    lines: usize,
+    parsers: Option<NonZeroUsize>,
+) -> Result<(ParsedFile, u64), SessionError> {
     let bad_header = |reason: String| SessionError::BadHeader { path: path.to_path_buf(), reason };
-    let read_error = SessionError::io("read", path);
     let mut line = Vec::with_capacity(4096);
-    let mut length = reader.read_until(b'\n', &mut line).map_err(read_error)? as u64;
+    let header_length =
+        reader.read_until(b'\n', &mut line).map_err(SessionError::io("read", path))?;
     let header: SessionHeader =
         serde_json::from_slice(strip_newline(&line)).map_err(|e| bad_header(e.to_string()))?;
     if header.version > FORMAT_VERSION {
@@ -75,34 +91,86 @@ fn read_entries(
             supported: FORMAT_VERSION,
         });
     }
-    let mut torn = length > 0 && !line.ends_with(b"\n");
-    let mut tree = SessionTree::with_capacity(lines.saturating_sub(1));
-    let mut damaged = Vec::new();
-    let mut line_no = 1_u64;
-    loop {
-        line.clear();
-        let read = reader.read_until(b'\n', &mut line).map_err(SessionError::io("read", path))?;
-        if read == 0 {
-            break;
+    let mut entries = EntryLines {
+        tree: SessionTree::with_capacity(lines.saturating_sub(1)),
+        damaged: Vec::new(),
+        line_no: 1,
+        torn: header_length > 0 && !line.ends_with(b"\n"),
+    };
+    let body_length = match parsers {
+        Some(parsers) => ordered_lines::parse_in_order(
+            reader,
+            parsers,
+            PARSE_BATCH_BYTES,
+            parse_line,
+            |line, entry| entries.take(line, entry),
+        )
+        .map_err(SessionError::io("read", path))?,
+        None => {
+            let mut length = 0;
+            loop {
+                line.clear();
+                let read =
+                    reader.read_until(b'\n', &mut line).map_err(SessionError::io("read", path))?;
+                if read == 0 {
+                    break;
+                }
+                length += read as u64;
+                entries.take(&line, parse_line(&line));
+            }
+            length
         }
-        length += read as u64;
-        line_no += 1;
-        torn = !line.ends_with(b"\n");
-        let text = strip_newline(&line);
-        if text.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let added = match crate::entry_line::parse_entry(text) {
-            Ok(entry) => tree.push_new(entry),
-            Err(_) => false,
-        };
-        if !added {
-            damaged.push(DamagedLine { line: line_no, bytes: text.to_vec() });
-        }
-    }
+    };
+    let EntryLines { mut tree, damaged, torn, .. } = entries;
     tree.shrink_to_fit();
     let needs_rewrite = torn || !damaged.is_empty();
-    Ok((ParsedFile { header, tree, damaged, repaired_bytes: None, needs_rewrite }, length))
+    let parsed = ParsedFile { header, tree, damaged, repaired_bytes: None, needs_rewrite };
+    Ok((parsed, header_length as u64 + body_length))
+}
+
+/// A file of this many lines or more is parsed on several threads: below it, starting them
+/// costs more than it saves.
+const PARALLEL_FROM_LINES: usize = 2_000;
+
+/// About how many bytes of lines a parser thread is given at a time.
+const PARSE_BATCH_BYTES: usize = 32 * 1024;
+
+/// An entry line (newline included) read as an entry; `None` for a blank line or one that
+/// does not parse.
+fn parse_line(line: &[u8]) -> Option<SessionEntry> {
+    let text = strip_newline(line);
+    if text.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    crate::entry_line::parse_entry(text).ok()
+}
+
+/// The entry lines read so far, taken one at a time in file order.
+struct EntryLines {
+    tree: SessionTree,
+    damaged: Vec<DamagedLine>,
+    /// The number of the last line taken (the header is line 1).
+    line_no: u64,
+    /// Whether the last line taken lacks its newline.
+    torn: bool,
+}
+
+impl EntryLines {
+    /// Takes the next line (newline included) with what [`parse_line`] made of it: a blank
+    /// line is skipped, a line that did not parse or repeats an earlier id is damaged.
+    fn take(&mut self, line: &[u8], entry: Option<SessionEntry>) {
+        self.line_no += 1;
+        self.torn = !line.ends_with(b"\n");
+        let text = strip_newline(line);
+        let added = match entry {
+            Some(entry) => self.tree.push_new(entry),
+            None if text.iter().all(u8::is_ascii_whitespace) => return,
+            None => false,
+        };
+        if !added {
+            self.damaged.push(DamagedLine { line: self.line_no, bytes: text.to_vec() });
+        }
+    }
 }
 
 /// The number of lines `reader` holds (a last line without its newline counted).
@@ -473,6 +541,38 @@ mod tests {
         assert_eq!(lines, [4, 6]);
         let clean = parsed.repaired_bytes.unwrap();
         assert_eq!(clean, encode_file(&header(), &[entry("a"), entry("b"), entry("c")]).unwrap());
+    }
+
+    /// Damage of every kind spread over many batches reads the same on the parser threads as
+    /// on the calling thread: same entries, same damaged lines, same torn end, same length.
+    #[test]
+    fn parsing_on_several_threads_reads_what_one_thread_reads() {
+        let mut bytes = encode_file(&header(), &[]).unwrap();
+        for n in 0..3_000 {
+            match n % 97 {
+                5 => bytes.extend_from_slice(b"{not json\n"),
+                11 => bytes.extend_from_slice(b"   \n"),
+                // Repeats an earlier id: damage.
+                23 => push_line(&mut bytes, &entry(&format!("e{}", n - 1))).unwrap(),
+                _ => push_line(&mut bytes, &entry(&format!("e{n}"))).unwrap(),
+            }
+        }
+        bytes.extend_from_slice(br#"{"id":"torn","parent"#);
+        let lines = count_lines(bytes.as_slice()).unwrap();
+        let read = |parsers: Option<usize>| {
+            let parsers = parsers.and_then(NonZeroUsize::new);
+            let (parsed, length) =
+                read_entries_with(Path::new("f"), bytes.as_slice(), lines, parsers).unwrap();
+            let ids: Vec<String> = parsed.tree.entries().iter().map(|e| e.id.clone()).collect();
+            (ids, parsed.damaged, parsed.needs_rewrite, length)
+        };
+        let alone = read(None);
+        assert_eq!(alone.3, bytes.len() as u64);
+        assert!(alone.2, "the torn last line asks for a rewrite");
+        assert_eq!(alone.1.len(), 2 * 31 + 1, "31 bad lines, 31 repeated ids, the torn line");
+        for parsers in [1, 2, 3] {
+            assert_eq!(read(Some(parsers)), alone, "{parsers} parser threads");
+        }
     }
 
     #[test]
