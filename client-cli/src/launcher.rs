@@ -1,6 +1,6 @@
 //! Finding and starting `reind` when the socket does not answer.
 
-use rein_protocol::launch::{self, StartError, Started};
+use rein_launch::{StartError, Started};
 use std::fs::TryLockError;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -43,12 +43,12 @@ pub fn daemon_binary() -> PathBuf {
 
 /// Starts a detached daemon on `socket` and returns once its socket listens: `rein` spawns
 /// `reind --foreground --detached` itself and waits on its start-notification pipe (the
-/// contract of `rein_protocol::launch`, which `reind` without `--foreground` uses too). Its
+/// contract of `rein_launch`, which `reind` without `--foreground` uses too). Its
 /// logs go to `$REIN_HOME/logs/reind.log`; a daemon that exits before listening is reported
 /// with what it wrote to stderr.
 pub fn start_daemon(socket: &Path) -> Result<(), LaunchError> {
     let binary = daemon_binary();
-    let (status, stderr) = match launch::start_detached(&binary, socket, &[]) {
+    let (status, stderr) = match rein_launch::start_detached(&binary, socket, &[]) {
         Ok(Started::Listening { pid }) => {
             tracing::debug!(pid, socket = %socket.display(), "started reind");
             return Ok(());
@@ -62,7 +62,7 @@ pub fn start_daemon(socket: &Path) -> Result<(), LaunchError> {
     // Lost a race with another client starting it: that is fine once it answers (it may
     // still be getting ready when we get here). When nothing answers, the daemon in the way
     // serves another socket from the same home.
-    if status.code() == Some(i32::from(launch::EXIT_ALREADY_RUNNING))
+    if status.code() == Some(i32::from(rein_launch::EXIT_ALREADY_RUNNING))
         && answers_within(socket, RACE_PATIENCE)
     {
         return Ok(());
