@@ -1,6 +1,6 @@
 //! Finding and starting `reind` when the socket does not answer.
 
-use rein_protocol::launch::{self, StartError, Started};
+use rein_launch::{StartError, Started};
 use std::fs::TryLockError;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -13,17 +13,24 @@ pub const EXIT_WAIT: Duration = Duration::from_secs(5);
 /// Failures to start the daemon.
 #[derive(Debug, thiserror::Error)]
 pub enum LaunchError {
-    /// The `reind` binary could not be run.
-    #[error("cannot run {binary}: {source}")]
-    Spawn {
-        /// The binary tried.
-        binary: PathBuf,
-        /// The cause.
-        source: std::io::Error,
-    },
-    /// `reind` ran but did not come up.
+    /// The detached start itself failed (see [`StartError`]): the `reind` binary could not be
+    /// run, the start-notification pipe could not be made or watched, or the socket did not
+    /// listen in time.
+    #[error(fmt = describe_start)]
+    Start(#[from] StartError),
+    /// `reind` ran but exited before its socket listened: what it wrote to stderr, else its
+    /// exit status.
     #[error("reind did not start: {0}")]
-    Failed(String),
+    Exited(String),
+}
+
+/// How a failed detached start reads to the user: a binary that cannot be run is named as
+/// such; every other failure says that reind did not start, and why.
+fn describe_start(error: &StartError, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    match error {
+        StartError::Spawn { .. } => write!(f, "{error}"),
+        other => write!(f, "reind did not start: {other}"),
+    }
 }
 
 /// The `reind` binary: `$REIN_DAEMON_BIN`, else next to this executable, else `reind` on PATH.
@@ -43,31 +50,28 @@ pub fn daemon_binary() -> PathBuf {
 
 /// Starts a detached daemon on `socket` and returns once its socket listens: `rein` spawns
 /// `reind --foreground --detached` itself and waits on its start-notification pipe (the
-/// contract of `rein_protocol::launch`, which `reind` without `--foreground` uses too). Its
+/// contract of `rein_launch`, which `reind` without `--foreground` uses too). Its
 /// logs go to `$REIN_HOME/logs/reind.log`; a daemon that exits before listening is reported
 /// with what it wrote to stderr.
 pub fn start_daemon(socket: &Path) -> Result<(), LaunchError> {
     let binary = daemon_binary();
-    let (status, stderr) = match launch::start_detached(&binary, socket, &[]) {
+    let (status, stderr) = match rein_launch::start_detached(&binary, socket, &[]) {
         Ok(Started::Listening { pid }) => {
             tracing::debug!(pid, socket = %socket.display(), "started reind");
             return Ok(());
         }
         Ok(Started::Exited { status, stderr }) => (status, stderr),
-        Err(StartError::Spawn { binary, source }) => {
-            return Err(LaunchError::Spawn { binary, source });
-        }
-        Err(other) => return Err(LaunchError::Failed(other.to_string())),
+        Err(error) => return Err(error.into()),
     };
     // Lost a race with another client starting it: that is fine once it answers (it may
     // still be getting ready when we get here). When nothing answers, the daemon in the way
     // serves another socket from the same home.
-    if status.code() == Some(i32::from(launch::EXIT_ALREADY_RUNNING))
+    if status.code() == Some(i32::from(rein_launch::EXIT_ALREADY_RUNNING))
         && answers_within(socket, RACE_PATIENCE)
     {
         return Ok(());
     }
-    Err(LaunchError::Failed(if stderr.is_empty() {
+    Err(LaunchError::Exited(if stderr.is_empty() {
         format!("exit status {status}")
     } else {
         stderr
@@ -130,6 +134,25 @@ pub fn wait_for_exit(socket: &Path, timeout: Duration) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_start_names_the_binary_or_says_reind_did_not_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("no-such-reind");
+        let socket = dir.path().join("reind.sock");
+        let error =
+            LaunchError::from(rein_launch::start_detached(&missing, &socket, &[]).unwrap_err());
+        let message = error.to_string();
+        assert!(message.starts_with(&format!("cannot run {}: ", missing.display())), "{message}");
+
+        let error = LaunchError::from(StartError::TimedOut { socket: socket.clone() });
+        let expected = format!(
+            "reind did not start: the daemon did not answer on {} within {} s",
+            socket.display(),
+            rein_launch::READY_TIMEOUT.as_secs()
+        );
+        assert_eq!(error.to_string(), expected);
+    }
 
     #[test]
     fn waiting_for_exit_follows_the_socket_lock() {

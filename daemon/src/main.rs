@@ -12,8 +12,8 @@ use rein_daemon::{
     Daemon, DaemonOptions, config, first_run, home, home_lock, housekeeping, logging, methods,
     secrets, server,
 };
+use rein_launch::{EXIT_ALREADY_RUNNING, Started};
 use rein_protocol::codec::DEFAULT_MAX_LINE_BYTES;
-use rein_protocol::launch::{self, EXIT_ALREADY_RUNNING, Started};
 use rein_protocol::paths;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -52,11 +52,11 @@ struct Args {
     #[arg(long, default_value_t = ConnectionLimits::default().max_buffered_input)]
     max_buffered_input: usize,
     /// Set by whoever starts the daemon in the background (`rein`, or `reind` without
-    /// `--foreground`): log to the file only. See `rein_protocol::launch`.
+    /// `--foreground`): log to the file only. See `rein_launch`.
     #[arg(long, hide = true)]
     detached: bool,
     /// Set by whoever starts the daemon in the background: a pipe descriptor to write one
-    /// byte to once the socket listens (see `rein_protocol::launch`).
+    /// byte to once the socket listens (see `rein_launch`).
     #[arg(long, hide = true)]
     ready_fd: Option<i32>,
     /// Only check the configuration file: print the file used and exit 0, or the mistake
@@ -136,7 +136,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         Err(error) => return Err(error.into()),
     };
     if let Some(fd) = args.ready_fd
-        && let Err(error) = launch::notify_listening(fd)
+        && let Err(error) = rein_launch::notify_listening(fd)
     {
         tracing::warn!(%error, fd, "cannot tell the launcher that the socket listens");
     }
@@ -286,7 +286,7 @@ impl ShutdownSignals {
 }
 
 /// Without `--foreground`: start a detached copy of ourselves (the contract of
-/// `rein_protocol::launch`, which `rein` uses too), wait until its socket listens, and exit.
+/// `rein_launch`, which `rein` uses too), wait until its socket listens, and exit.
 fn spawn_background(args: &Args, socket: &std::path::Path) -> anyhow::Result<ExitCode> {
     if std::os::unix::net::UnixStream::connect(socket).is_ok() {
         eprintln!("reind: another reind is already serving {}", socket.display());
@@ -303,7 +303,7 @@ fn spawn_background(args: &Args, socket: &std::path::Path) -> anyhow::Result<Exi
     ];
     let extra: Vec<std::ffi::OsString> =
         limits.into_iter().flat_map(|(flag, value)| [flag.into(), value.into()]).collect();
-    match launch::start_detached(&exe, socket, &extra)? {
+    match rein_launch::start_detached(&exe, socket, &extra)? {
         Started::Listening { pid } => {
             println!("reind started (pid {pid}), serving {}", socket.display());
             Ok(ExitCode::SUCCESS)
@@ -328,11 +328,11 @@ mod tests {
     fn the_launch_contract_parses() {
         let args = Args::try_parse_from([
             "reind",
-            launch::FOREGROUND_FLAG,
-            launch::DETACHED_FLAG,
-            launch::SOCKET_FLAG,
+            rein_launch::FOREGROUND_FLAG,
+            rein_launch::DETACHED_FLAG,
+            rein_launch::SOCKET_FLAG,
             "/tmp/r.sock",
-            launch::READY_FD_FLAG,
+            rein_launch::READY_FD_FLAG,
             "7",
             "--max-connections",
             "9",

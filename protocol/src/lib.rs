@@ -5,8 +5,7 @@
 //! prices ([`model`]), the session entry tree as clients see it ([`entry`]), the event stream
 //! ([`event`]), the methods with their params and results ([`method`]), the method table that declares each
 //! method once ([`requests`]), the error codes
-//! ([`error`]) and the newline-delimited framing ([`codec`]). [`launch`] is how a client starts
-//! the daemon and learns that its socket listens.
+//! ([`error`]) and the newline-delimited framing ([`codec`]).
 //!
 //! # Forward compatibility
 //!
@@ -25,7 +24,6 @@ pub mod codec;
 pub mod entry;
 pub mod error;
 pub mod event;
-pub mod launch;
 pub mod mcp;
 pub mod message;
 pub mod method;

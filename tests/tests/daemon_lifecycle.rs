@@ -213,7 +213,7 @@ fn sigterm_shuts_down_gracefully() {
 }
 
 /// `rein` starts the daemon itself (`reind --foreground --detached --ready-fd N`, see
-/// `rein_protocol::launch`): one exec of `reind`, not a background `reind` that starts another.
+/// `rein_launch`): one exec of `reind`, not a background `reind` that starts another.
 #[test]
 fn rein_starts_the_daemon_with_one_exec_of_reind() {
     use std::os::unix::fs::PermissionsExt;

@@ -17,6 +17,9 @@
 //! dies first, the starter sees the end of the pipe instead, reaps the daemon and reports its
 //! exit code and what it wrote to stderr. Exit code [`EXIT_ALREADY_RUNNING`] means another
 //! daemon already serves the socket or uses the same home (a lost race between two starters).
+//!
+//! It is a crate of its own, not part of `rein-protocol`, because it is process handling (it
+//! spawns, waits and reaps, and needs `nix`), not a type that crosses the socket.
 
 use std::ffi::OsString;
 use std::io::{Read, Write};
