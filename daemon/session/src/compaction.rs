@@ -97,12 +97,33 @@ pub fn estimate_tokens(message: &Message) -> u64 {
             ContentBlock::Text { text } => chars += text.len() as u64,
             ContentBlock::Thinking { thinking, .. } => chars += thinking.len() as u64,
             ContentBlock::ToolCall(call) => {
-                chars += (call.name.len() + call.arguments.to_string().len()) as u64;
+                chars += (call.name.len() + json_length(&call.arguments)) as u64;
             }
             ContentBlock::Image { .. } => images += 1,
         }
     }
     chars.div_ceil(4) + images * IMAGE_TOKENS
+}
+
+/// The length of `value` written as compact JSON, counted without writing it anywhere.
+fn json_length(value: &serde_json::Value) -> usize {
+    /// A writer that only counts what it is given.
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` cannot fail, and a counter never refuses bytes.
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => value.to_string().len(),
+    }
 }
 
 /// Context tokens of a message list: the usage the provider reported for the last successful
@@ -129,21 +150,18 @@ fn context_tokens_of_valid(path: &[&SessionEntry], entries: &[&SessionEntry]) ->
     // The context entries end with every path entry after the compaction, in order.
     let trusted = compaction_at.map_or(entries.len(), |at| path.len() - at - 1);
     let first_trusted = entries.len() - trusted.min(entries.len());
-    let messages: Vec<(usize, std::borrow::Cow<'_, Message>)> = entries
-        .iter()
-        .enumerate()
-        .filter_map(|(i, entry)| crate::replay::context_message_ref(entry).map(|m| (i, m)))
-        .collect();
-    let reported = messages.iter().rposition(|(i, message)| {
-        *i >= first_trusted && crate::context_tally::reported_tokens(message).is_some()
+    // Only stored messages report usage: summaries need not be built to find the last one.
+    let reported = entries[first_trusted..].iter().enumerate().rev().find_map(|(i, entry)| {
+        let EntryKind::Message { message } = &entry.kind else { return None };
+        crate::context_tally::reported_tokens(message).map(|tokens| (first_trusted + i, tokens))
     });
-    match reported {
-        Some(at) => {
-            let tokens = crate::context_tally::reported_tokens(&messages[at].1).unwrap_or(0);
-            tokens + messages[at + 1..].iter().map(|(_, m)| estimate_tokens(m)).sum::<u64>()
-        }
-        None => messages.iter().map(|(_, m)| estimate_tokens(m)).sum(),
-    }
+    let (tokens, estimated_from) = reported.map_or((0, 0), |(at, tokens)| (tokens, at + 1));
+    tokens
+        + entries[estimated_from..]
+            .iter()
+            .filter_map(|entry| crate::replay::context_message_ref(entry))
+            .map(|message| estimate_tokens(&message))
+            .sum::<u64>()
 }
 
 /// Whether the context has passed the window minus the reserve.
@@ -576,6 +594,19 @@ mod tests {
     use futures::executor::block_on;
     use rein_ai::{ProviderErrorKind, ProviderRequest, RequestContext, StreamOptions};
     use rein_protocol::message::{StopReason, ToolResultMessage, UserMessage};
+
+    /// A tool call's arguments count as long as their JSON text, escapes and all.
+    #[test]
+    fn json_length_is_the_length_of_the_written_text() {
+        let values = [
+            serde_json::json!(null),
+            serde_json::json!({"command": "ls -la \"src\"\n", "n": [1, 2.5, -3], "é": "✓\u{1}"}),
+            serde_json::json!([{"a": {}}, [], "", true]),
+        ];
+        for value in values {
+            assert_eq!(json_length(&value), value.to_string().len(), "{value}");
+        }
+    }
 
     fn user_text(chars: usize, tag: &str) -> Message {
         Message::User(UserMessage::text(format!("{tag}{}", "u".repeat(chars - tag.len())), 0))

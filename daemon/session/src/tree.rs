@@ -87,7 +87,12 @@ impl SessionTree {
     fn add(&mut self, entry: SessionEntry, repeat: bool) -> bool {
         let position = self.entries.len();
         // Looked up before the entry is indexed, so an entry never becomes its own parent.
-        let parent = entry.parent_id.as_deref().and_then(|id| self.position(id));
+        // Most entries hang off the one before them, which is always the entry its id names
+        // (the latest added): that needs no lookup in the index.
+        let parent = entry.parent_id.as_deref().and_then(|id| match self.entries.last() {
+            Some(last) if last.id == id => Some(position - 1),
+            _ => self.position(id),
+        });
         let leaf = match leaf_move_target(&entry.kind) {
             Some(target) => target.and_then(|id| self.position(id)),
             None => Some(position),
