@@ -844,30 +844,74 @@ mod tests {
         assert_eq!(app.editor.history().len(), 2);
     }
 
+    fn at(seq: u64, event: SessionEvent) -> EventEnvelope {
+        EventEnvelope { session_id: "s".into(), seq, timestamp: 0, event, client: None }
+    }
+
     #[test]
     fn the_status_line_says_what_runs_and_fits_the_width() {
         let mut app = app();
         let now = Instant::now();
+        let later = |ms: u64| now + Duration::from_millis(ms);
+        app.apply(&at(4, SessionEvent::AgentStart { run_id: "r".into() }), now);
+        assert_eq!(
+            app.status_text(later(2100), 200),
+            "waiting for model 2.1 s · run 2.1 s · 0 tokens · context 0% · $0.0000 · fake/m · \
+             approve ask · queue 1 steer, 0 follow-up"
+        );
+        // A reply's usage moves the tokens, the cost and how full the context is.
+        let reply: Message = serde_json::from_value(json!({
+            "role": "assistant", "content": [], "api": "openai-chat", "provider": "fake",
+            "model": "m", "stop_reason": "tool_use",
+            "usage": {"input": 300, "output": 50, "cache_read": 100, "cache_write": 0,
+                "total_tokens": 1450, "cost": {"total": 0.0125}}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let end = SessionEvent::MessageEnd { message: std::sync::Arc::new(reply) };
+        app.apply(&at(5, end), later(2500));
         let start = SessionEvent::ToolExecutionStart {
             tool_call_id: "c".into(),
             tool_name: "bash".into(),
             arguments: json!({"command": "sleep 5"}),
         };
-        let envelope = EventEnvelope {
-            session_id: "s".into(),
-            seq: 4,
-            timestamp: 0,
-            event: start,
-            client: None,
+        app.apply(&at(6, start), later(3000));
+        assert_eq!(
+            app.status_text(later(6200), 200),
+            "running `bash` 3.2 s · run 6.2 s · 1.4k tokens · context 45% · $0.0125 · fake/m · \
+             approve ask · queue 1 steer, 0 follow-up"
+        );
+        let ask = SessionEvent::ApprovalRequested {
+            request_id: "ap".into(),
+            tool_call_id: "c2".into(),
+            tool_name: "write".into(),
+            arguments: json!({"path": "x", "content": ""}),
+            reason: "ask".into(),
         };
-        app.apply(&envelope, now);
-        let text = app.status_text(now + Duration::from_millis(3200), 200);
-        assert!(text.starts_with("running `bash` 3.2 s · run "), "{text}");
-        assert!(text.contains("queue 1 steer, 0 follow-up"), "{text}");
-        assert!(text.contains("approve ask"), "{text}");
-        let narrow = app.status_text(now + Duration::from_millis(3200), 50);
-        assert!(unicode_width::UnicodeWidthStr::width(narrow.as_str()) < 50, "{narrow}");
+        app.apply(&at(7, ask), later(7000));
+        let text = app.status_text(later(8000), 200);
+        assert!(text.starts_with("waiting for approval 1.0 s · run 8.0 s"), "{text}");
+        // Narrow: the least important figures go first; the state and the queue stay.
+        let narrow = app.status_text(later(8000), 60);
+        assert!(unicode_width::UnicodeWidthStr::width(narrow.as_str()) < 60, "{narrow}");
+        assert!(narrow.starts_with("waiting for approval 1.0 s · "), "{narrow}");
         assert!(narrow.contains("queue 1 steer"), "{narrow}");
+        assert!(!narrow.contains("run 8.0 s"), "{narrow}");
+        // The run ends: ready, no clock.
+        let ended = SessionEvent::Settled;
+        app.apply(&at(8, ended), later(9000));
+        assert!(app.status_text(later(9500), 200).starts_with("ready · 1.4k tokens"));
+    }
+
+    #[test]
+    fn ctrl_t_and_ctrl_o_unfold_reasoning_and_tool_output() {
+        let mut app = app();
+        assert!(!app.view.show_thinking && !app.view.expand_tools);
+        press(&mut app, KeyCode::Char('t'), KeyModifiers::CONTROL);
+        press(&mut app, KeyCode::Char('o'), KeyModifiers::CONTROL);
+        assert!(app.view.show_thinking && app.view.expand_tools);
+        press(&mut app, KeyCode::Char('t'), KeyModifiers::CONTROL);
+        assert!(!app.view.show_thinking);
+        assert!(app.editor.is_empty());
     }
 
     #[test]

@@ -129,8 +129,10 @@ pub struct Transcript {
     /// Each cell's lines as last laid out, so a frame lays out only what changed (Markdown of
     /// a long answer is not parsed again for every tick of the status line).
     layout: std::cell::RefCell<Vec<Option<KeptLayout>>>,
-    /// Whether the last answer or reasoning cell still receives deltas.
-    open: bool,
+    /// The answer or reasoning cell that still receives deltas. A notice arriving meanwhile
+    /// (another client changed the model, say) goes below it without ending it, so the
+    /// streamed text is never broken in the middle of a word.
+    open: Option<usize>,
     /// The project directory, for diffs against files on disk.
     cwd: PathBuf,
 }
@@ -138,19 +140,18 @@ pub struct Transcript {
 impl Transcript {
     /// An empty transcript for a session in `cwd`.
     pub fn new(cwd: &Path) -> Self {
-        Self { cells: Vec::new(), layout: Default::default(), open: false, cwd: cwd.to_path_buf() }
+        Self { cells: Vec::new(), layout: Default::default(), open: None, cwd: cwd.to_path_buf() }
     }
 
     /// Removes every cell (`/clear`).
     pub fn clear(&mut self) {
         self.cells.clear();
         self.layout.borrow_mut().clear();
-        self.open = false;
+        self.open = None;
     }
 
-    /// Adds a notice.
+    /// Adds a notice (below a streaming answer, which goes on receiving its text).
     pub fn notice(&mut self, text: impl Into<String>, role: Role) {
-        self.close();
         self.cells.push(Cell::Notice(text.into(), role));
     }
 
@@ -162,29 +163,29 @@ impl Transcript {
 
     /// Appends streamed answer text.
     pub fn answer_delta(&mut self, delta: &str) {
-        match self.cells.last_mut() {
-            Some(Cell::Answer(text)) if self.open => text.push_str(delta),
+        match self.open.and_then(|at| self.cells.get_mut(at)) {
+            Some(Cell::Answer(text)) => text.push_str(delta),
             _ => {
                 self.cells.push(Cell::Answer(delta.to_string()));
-                self.open = true;
+                self.open = Some(self.cells.len() - 1);
             }
         }
     }
 
     /// Appends streamed reasoning.
     pub fn thinking_delta(&mut self, delta: &str) {
-        match self.cells.last_mut() {
-            Some(Cell::Thinking(text)) if self.open => text.push_str(delta),
+        match self.open.and_then(|at| self.cells.get_mut(at)) {
+            Some(Cell::Thinking(text)) => text.push_str(delta),
             _ => {
                 self.cells.push(Cell::Thinking(delta.to_string()));
-                self.open = true;
+                self.open = Some(self.cells.len() - 1);
             }
         }
     }
 
     /// Ends the streaming cell (a message ended, or something else happened).
     pub fn close(&mut self) {
-        self.open = false;
+        self.open = None;
     }
 
     /// A tool call starts; `edit` and `write` get their diff against the file as it is now.
@@ -554,6 +555,36 @@ mod tests {
         transcript.clear();
         transcript.notice("fresh", Role::Notice);
         assert_eq!(text(&transcript.lines(40, theme, view, now)), ["fresh"]);
+    }
+
+    #[test]
+    fn a_notice_arriving_mid_word_does_not_break_the_streamed_answer() {
+        let now = Instant::now();
+        let theme = Theme { color: false, unicode: true };
+        let view = ViewOptions::default();
+        let mut transcript = Transcript::new(Path::new("/tmp"));
+        transcript.thinking_delta("pon");
+        transcript.notice("model: fake/other", Role::Notice);
+        transcript.thinking_delta("dering");
+        transcript.answer_delta("The fix is rea");
+        transcript.notice("approval policy: yolo", Role::Notice);
+        transcript.answer_delta("dy now.");
+        let shown =
+            text(&transcript.lines(40, theme, ViewOptions { show_thinking: true, ..view }, now));
+        assert_eq!(
+            shown,
+            [
+                "  pondering",
+                "model: fake/other",
+                "",
+                "The fix is ready now.",
+                "approval policy: yolo"
+            ]
+        );
+        // Something that is not a notice (a tool call, a prompt) ends the answer.
+        transcript.tool_start("c", "read", &serde_json::json!({"path": "a"}), now);
+        transcript.answer_delta("Next answer");
+        assert!(matches!(transcript.cells.last(), Some(Cell::Answer(t)) if t == "Next answer"));
     }
 
     #[test]

@@ -533,7 +533,16 @@ y allow once · a allow for the session · n deny · r deny wit";
             details: None,
         };
         app.transcript.tool_end(ended, start);
-        let (shown, buffer) = screen(&app, start, (40, 10));
+        app.transcript.tool_start("c2", "bash", &json!({"command": "false"}), start);
+        let failed = crate::tui::transcript::Ended {
+            id: "c2",
+            name: "bash",
+            output: "",
+            is_error: true,
+            details: Some(&json!({"exitCode": 1})),
+        };
+        app.transcript.tool_end(failed, start);
+        let (shown, buffer) = screen(&app, start, (40, 12));
         let row = shown
             .lines()
             .position(|line| line.contains("+new"))
@@ -545,9 +554,14 @@ y allow once · a allow for the session · n deny · r deny wit";
         let top = shown.lines().position(|line| line.starts_with('✓')).unwrap_or_default();
         let check = buffer.cell((0, top as u16)).map(|cell| cell.fg);
         assert_eq!(check, Some(ratatui::style::Color::Green), "{shown}");
+        // A failure is another colour: red.
+        let bottom = shown.lines().position(|line| line.starts_with("✗ bash false"));
+        let bottom = bottom.unwrap_or_else(|| panic!("{shown}"));
+        let cross = buffer.cell((0, bottom as u16)).map(|cell| cell.fg);
+        assert_eq!(cross, Some(ratatui::style::Color::Red), "{shown}");
 
         app.theme = Theme { color: false, unicode: false };
-        let (ascii, buffer) = screen(&app, start, (40, 10));
+        let (ascii, buffer) = screen(&app, start, (40, 12));
         assert!(ascii.contains("\n+ write n.txt  (+1 -0)\n"), "{ascii}");
         assert!(
             buffer
@@ -588,6 +602,44 @@ y allow once · a allow for the session · n deny · r deny wit";
         app.theme = Theme { color: false, unicode: true };
         let (_, plain) = screen(&app, start, (50, 12));
         assert!(plain.content.iter().all(|cell| cell.fg == Color::Reset));
+    }
+
+    /// On 80x24 a long change still leaves the question, its keys, the status line, the input
+    /// and some of the transcript on screen.
+    #[test]
+    fn a_big_change_waiting_for_approval_fits_80x24() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let start = Instant::now();
+        let theme = Theme { color: false, unicode: true };
+        let mut app = App::new(&state(dir.path()), theme, Vec::new(), start);
+        app.apply(&envelope(1, SessionEvent::AgentStart { run_id: "r".into() }), start);
+        let user = Message::User(UserMessage::text("write the module", 0));
+        app.apply(&envelope(2, SessionEvent::MessageStart { message: user }), start);
+        app.apply(&envelope(3, text("Writing `big.rs` with every case spelled out.")), start);
+        let content: String = (1..=60).map(|n| format!("const C{n}: u32 = {n};\n")).collect();
+        let ask = SessionEvent::ApprovalRequested {
+            request_id: "ap".into(),
+            tool_call_id: "c".into(),
+            tool_name: "write".into(),
+            arguments: json!({"path": "big.rs", "content": content}),
+            reason: "write always asks under the ask policy".into(),
+        };
+        app.apply(&envelope(4, ask), start);
+        let (shown, _) = screen(&app, start + Duration::from_secs(2), (80, 24));
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(lines.len(), 24, "{shown}");
+        assert!(lines.iter().any(|l| l.contains("Writing big.rs with every case")), "{shown}");
+        assert!(lines.iter().any(|l| l.contains("write big.rs (+60 -0)?")), "{shown}");
+        assert!(lines.iter().any(|l| l.contains("more lines")), "{shown}");
+        assert!(
+            lines.iter().any(|l| l.contains(
+                "[y] allow once  [a] allow for the session  [n] deny  [r] deny with a reason"
+            )),
+            "{shown}"
+        );
+        assert!(lines[20].starts_with(" waiting for approval 2.0 s · "), "{shown}");
+        assert_eq!(lines[22], "›", "{shown}");
+        assert!(lines[23].starts_with("y allow once · a allow for the session"), "{shown}");
     }
 
     #[test]
