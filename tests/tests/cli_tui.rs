@@ -356,3 +356,59 @@ fn keys_follow_tui_toml_and_a_mistake_there_is_named() {
     pty.expect("tui.toml: [keys] unknown action `cancle` (the actions are: submit,");
     assert_eq!(pty.wait(), Some(2));
 }
+
+/// A daemon of an older release on `socket`: it refuses this rein's protocol version in
+/// `initialize`, as `reind` does when the major versions differ.
+fn old_daemon(socket: &std::path::Path) {
+    let listener = std::os::unix::net::UnixListener::bind(socket)
+        .unwrap_or_else(|e| panic!("cannot bind {}: {e}", socket.display()));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            std::thread::spawn(move || {
+                use std::io::{BufRead, Write};
+                let Ok(mut writer) = stream.try_clone() else { return };
+                for line in std::io::BufReader::new(stream).lines() {
+                    let Ok(line) = line else { return };
+                    let Ok(request) = serde_json::from_str::<serde_json::Value>(&line) else {
+                        return;
+                    };
+                    let answer = json!({"jsonrpc": "2.0", "id": request["id"], "error": {
+                        "code": -32011,
+                        "message": "client speaks protocol 1.0 but this daemon speaks 0.9; upgrade the older side",
+                        "data": {"kind": "incompatible_protocol"}}});
+                    if writeln!(writer, "{answer}").is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn a_daemon_left_from_an_older_release_is_named_with_how_to_restart_it() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = CliEnv::configured(vec![]);
+    let dir = tempfile::Builder::new().prefix("rein-old-").tempdir().unwrap();
+    let socket = dir.path().join("old.sock");
+    old_daemon(&socket);
+    let socket = cli_support::path_str(&socket);
+    let term = Tmux::spawn(&env, &[], SIZE, &[("REIN_SOCKET", &socket)]);
+    let hint =
+        "this daemon speaks 0.9; upgrade the older side; restart it with `rein daemon restart`";
+    term.expect_that(hint, |screen| screen.replace('\n', "").contains(hint));
+    assert_eq!(term.wait(), Some(1));
+    // Every other command says the same.
+    let output = env
+        .rein()
+        .args(["run", "hello"])
+        .env("REIN_SOCKET", &socket)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    cli_support::assert_exit(&output, 1);
+    assert!(cli_support::stderr(&output).contains(hint), "{}", cli_support::stderr(&output));
+}

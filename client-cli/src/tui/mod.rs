@@ -69,7 +69,8 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
     };
     let mut client = Client::connect_or_start(socket).await?;
     if let Err(error) = client.initialize(true).await {
-        eprintln!("rein: {}", version_hint(&error).unwrap_or_else(|| error.to_string()));
+        let hint = crate::commands::daemon::version_hint(&error);
+        eprintln!("rein: {}", hint.unwrap_or_else(|| error.to_string()));
         return Ok(exit::FAILURE);
     }
     let (state, created) = session::prepare(&mut client, &request).await?;
@@ -108,21 +109,6 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
         let _ = tokio::time::timeout(LEAVE_TIMEOUT, discard).await;
     }
     result.map(|()| exit::OK)
-}
-
-/// What to tell a person whose daemon speaks another protocol version.
-fn version_hint(error: &ClientError) -> Option<String> {
-    match error {
-        ClientError::Rpc(failure) if failure.kind == ErrorKind::IncompatibleProtocol => {
-            Some(format!(
-                "the running daemon speaks another protocol version than this rein ({}): {}; \
-             restart it with `rein daemon restart` (running sessions are saved)",
-                env!("CARGO_PKG_VERSION"),
-                failure.message
-            ))
-        }
-        _ => None,
-    }
 }
 
 /// `$REIN_HOME/history`: one entry per line, newlines inside an entry written as `\n`.
@@ -189,16 +175,6 @@ impl Runtime {
         if let Ok(info) = self.client.request::<rq::DaemonInfo>(Empty {}).await {
             for warning in crate::commands::daemon::warnings(&info) {
                 self.app.transcript.notice(format!("rein: {warning}"), Role::Notice);
-            }
-            if info.version != env!("CARGO_PKG_VERSION") {
-                self.app.transcript.notice(
-                    format!(
-                        "the daemon is version {} and this rein is {}; `rein daemon restart` runs the new one",
-                        info.version,
-                        env!("CARGO_PKG_VERSION")
-                    ),
-                    Role::Notice,
-                );
             }
         }
     }
@@ -410,7 +386,7 @@ impl Runtime {
     async fn reconnect(&mut self) -> Result<String, Option<String>> {
         let mut client = Client::connect_or_start(&self.socket).await.map_err(|_| None)?;
         if let Err(error) = client.initialize(true).await {
-            return Err(version_hint(&error));
+            return Err(crate::commands::daemon::version_hint(&error));
         }
         let session = SessionRef { session_id: self.app.session.id.clone() };
         let state = client
@@ -532,25 +508,5 @@ impl Runtime {
     /// Makes a call whose result needs no showing; shows its error. True when it worked.
     async fn call<M: Method>(&mut self, params: M::Params) -> bool {
         crate::interactive::slash::call::<Self, M>(self, params).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::client::RpcFailure;
-    use serde_json::Value;
-
-    #[test]
-    fn an_incompatible_daemon_says_how_to_restart_it() {
-        let failure = RpcFailure {
-            code: -32011,
-            message: "protocol 2.0 is not supported".into(),
-            kind: ErrorKind::IncompatibleProtocol,
-            data: Value::Null,
-        };
-        let hint = version_hint(&ClientError::Rpc(failure)).unwrap_or_default();
-        assert!(hint.contains("rein daemon restart"), "{hint}");
-        assert!(version_hint(&ClientError::Closed).is_none());
     }
 }
