@@ -412,3 +412,25 @@ fn a_daemon_left_from_an_older_release_is_named_with_how_to_restart_it() {
     cli_support::assert_exit(&output, 1);
     assert!(cli_support::stderr(&output).contains(hint), "{}", cli_support::stderr(&output));
 }
+
+#[test]
+fn a_failed_first_prompt_leaves_no_session_behind() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = CliEnv::start(vec![rein_testkit::fake_provider::Reply::fault(
+        rein_testkit::fake_provider::Fault::ServerError,
+    )]);
+    let term = Tmux::spawn(&env, &["--approve", "yolo"], SIZE, &[]);
+    let id = banner_id(&term.expect("/help for commands"));
+    term.type_text("doomed question");
+    term.press(&["Enter"]);
+    let screen = term.expect("model error:");
+    assert!(screen.contains("› doomed question"), "{screen}");
+    let listed = env.rpc_ok("session/list", json!({}));
+    assert_eq!(listed["sessions"][0]["session_id"], json!(id), "{listed}");
+    leave(&term);
+    // Leaving removed the session nothing was answered in: attach and run -c cannot pick it.
+    let listed = env.rpc_ok("session/list", json!({}));
+    assert_eq!(listed["sessions"], json!([]), "the failed session stayed: {listed}");
+}
