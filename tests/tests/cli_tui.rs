@@ -434,3 +434,87 @@ fn a_failed_first_prompt_leaves_no_session_behind() {
     let listed = env.rpc_ok("session/list", json!({}));
     assert_eq!(listed["sessions"], json!([]), "the failed session stayed: {listed}");
 }
+
+#[test]
+fn slash_commands_tab_completion_and_file_mentions_in_the_full_screen_client() {
+    if !Tmux::available() {
+        return;
+    }
+    let mut env = CliEnv::configured(vec![
+        Reply::tool_call("bash", json!({"command": "echo rewritten > main.txt"})),
+        Reply::text("Rewrote it."),
+    ]);
+    // A model that takes images, so the attached one reaches the provider.
+    let config = env.daemon.home().join("config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("context_window = 32768", "context_window = 32768\nimages = true"),
+    )
+    .unwrap();
+    env.daemon.spawn();
+    let dir = env.project.path();
+    std::fs::write(dir.join("main.txt"), "original\n").unwrap();
+    std::fs::write(dir.join("notes-for-the-model.txt"), "the secret word is walnut\n").unwrap();
+    // A tiny PNG (the signature is all the client looks at).
+    std::fs::write(dir.join("shot.png"), b"\x89PNG\r\n\x1a\n").unwrap();
+    let term = Tmux::spawn(&env, &["--approve", "ask"], SIZE, &[]);
+    let id = banner_id(&term.expect("/help for commands"));
+    term.expect("approve ask");
+
+    // Tab completes a command; /rename names the session.
+    term.type_text("/ren");
+    term.press(&["Tab"]);
+    term.expect("› /rename");
+    term.type_text("parser work");
+    term.expect("› /rename parser work");
+    term.press(&["Enter"]);
+    term.expect("session named \"parser work\"");
+    assert_eq!(env.rpc_ok("session/state", json!({"session_id": id}))["name"], "parser work");
+    // /approve changes the policy: the status line follows, and bash no longer asks.
+    term.type_text("/approve yolo");
+    term.press(&["Enter"]);
+    term.expect("approval policy: yolo");
+    term.expect("approve yolo");
+
+    // Tab completes an @path; the mentioned file's text and the image go with the prompt.
+    term.type_text("rewrite main.txt, see @notes-for");
+    term.press(&["Tab"]);
+    term.expect("@notes-for-the-model.txt");
+    term.type_text("and @shot.png");
+    term.expect("see @notes-for-the-model.txt and @shot.png");
+    term.press(&["Enter"]);
+    term.expect("Rewrote it.");
+    let requests = env.requests();
+    assert!(request_text(&requests[0]).contains("the secret word is walnut"), "{:?}", requests[0]);
+    assert!(
+        request_text(&requests[0]).contains("data:image/png;base64,iVBORw0KGgo"),
+        "no image: {:?}",
+        requests[0]
+    );
+    assert_eq!(std::fs::read_to_string(dir.join("main.txt")).unwrap(), "rewritten\n");
+
+    // /status: context use, tokens and cost; /undo puts the file back.
+    term.type_text("/status");
+    term.press(&["Enter"]);
+    let status = term.expect("  used ");
+    assert!(status.contains("session ") && status.contains("\"parser work\""), "{status}");
+    assert!(status.contains("  approval policy yolo"), "{status}");
+    let context = term.expect_that("context N of M tokens (P%)", |screen| {
+        screen.lines().any(|line| line.starts_with("  context ") && line.ends_with("%)"))
+    });
+    assert!(context.contains(" of 32768 tokens ("), "{context}");
+    term.expect_that("used N tokens, $C", |screen| {
+        screen.lines().any(|line| line.starts_with("  used ") && line.contains(" tokens, $"))
+    });
+    term.type_text("/undo");
+    term.press(&["Enter"]);
+    term.expect("restored the files to before turn 1");
+    assert_eq!(std::fs::read_to_string(dir.join("main.txt")).unwrap(), "original\n");
+    leave(&term);
+}
+
+/// The request's body as text (base64 and JSON escapes as sent).
+fn request_text(request: &rein_testkit::fake_provider::RecordedRequest) -> String {
+    request.body.to_string()
+}
