@@ -467,7 +467,17 @@ impl App {
                     self.answered_at = Some(now);
                 }
                 if self.reason_for.as_deref() == Some(request_id.as_str()) {
+                    // The reason being typed was for this dialog: it must not go out as a
+                    // prompt when Enter comes.
                     self.reason_for = None;
+                    if !self.editor.is_empty() {
+                        self.editor.clear();
+                        self.hint = None;
+                        self.transcript.notice(
+                            "the approval was answered elsewhere; the reason you were typing was dropped",
+                            Role::Notice,
+                        );
+                    }
                 }
                 let by = envelope
                     .client
@@ -900,6 +910,36 @@ mod tests {
         let ended = SessionEvent::Settled;
         app.apply(&at(8, ended), later(9000));
         assert!(app.status_text(later(9500), 200).starts_with("ready · 1.4k tokens"));
+    }
+
+    #[test]
+    fn a_reason_being_typed_when_another_client_answers_is_never_sent_as_a_prompt() {
+        let mut app = app();
+        let ask = SessionEvent::ApprovalRequested {
+            request_id: "ap".into(),
+            tool_call_id: "c".into(),
+            tool_name: "bash".into(),
+            arguments: json!({"command": "rm -rf build"}),
+            reason: "bash asks".into(),
+        };
+        app.apply(&at(4, ask), Instant::now());
+        assert!(press(&mut app, KeyCode::Char('r'), KeyModifiers::NONE).is_empty());
+        for c in "too risky".chars() {
+            press(&mut app, KeyCode::Char(c), KeyModifiers::NONE);
+        }
+        let resolved = SessionEvent::ApprovalResolved {
+            request_id: "ap".into(),
+            decision: ApprovalDecision::AllowOnce,
+            reason: None,
+            resolved_by: "other".into(),
+        };
+        app.apply(&at(5, resolved), Instant::now());
+        assert!(app.reason_for.is_none() && app.editor.is_empty());
+        assert!(press(&mut app, KeyCode::Enter, KeyModifiers::NONE).is_empty());
+        let said = app.transcript.cells.iter().any(|cell| {
+            matches!(cell, super::super::transcript::Cell::Notice(text, _) if text.contains("reason you were typing was dropped"))
+        });
+        assert!(said);
     }
 
     #[test]
