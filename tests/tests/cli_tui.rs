@@ -518,3 +518,52 @@ fn slash_commands_tab_completion_and_file_mentions_in_the_full_screen_client() {
 fn request_text(request: &rein_testkit::fake_provider::RecordedRequest) -> String {
     request.body.to_string()
 }
+
+#[test]
+fn fork_new_and_the_resume_picker_switch_sessions_in_the_full_screen_client() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = CliEnv::start(vec![Reply::text("First answer.")]);
+    let term = Tmux::spawn(&env, &["--approve", "yolo"], SIZE, &[]);
+    let first = banner_id(&term.expect("/help for commands"));
+    term.type_text("first question");
+    term.press(&["Enter"]);
+    term.expect("First answer.");
+    term.type_text("/fork");
+    term.press(&["Enter"]);
+    let screen = term.expect("forked into ");
+    let fork = screen
+        .lines()
+        .find_map(|line| line.strip_prefix("forked into "))
+        .map(|id| id.trim().to_string())
+        .unwrap_or_default();
+    assert!(!fork.is_empty() && fork != first, "{screen}");
+    assert_eq!(env.messages(&fork).len(), 2);
+    // /new: an empty session, which the picker does not offer.
+    term.type_text("/new");
+    term.press(&["Enter"]);
+    let screen = term.expect_that("a second banner", |s| s.matches("new session ").count() == 1);
+    let new = banner_id(&screen);
+    assert!(new != first && new != fork, "{screen}");
+    term.type_text("/resume");
+    term.press(&["Enter"]);
+    let picker = term.expect("resume a session");
+    assert_eq!(picker.matches("first question").count(), 2, "{picker}");
+    assert_eq!(picker.matches("  20").count(), 2, "the empty session was offered: {picker}");
+    term.press(&["Down", "Enter"]);
+    let screen = term.expect("attached to ");
+    let chosen = banner_id(&screen);
+    assert!(chosen == first || chosen == fork, "{screen}");
+    term.expect("First answer.");
+    // Moving on removed the new session nobody prompted.
+    let listed = env.rpc_ok("session/list", json!({}));
+    let ids: Vec<&str> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["session_id"].as_str())
+        .collect();
+    assert!(!ids.contains(&new.as_str()) && ids.len() == 2, "{ids:?}");
+    leave(&term);
+}

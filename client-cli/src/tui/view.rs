@@ -11,6 +11,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use rein_protocol::method::SessionSummary;
 use serde_json::Value;
 use std::time::Instant;
 use unicode_width::UnicodeWidthStr;
@@ -282,9 +283,28 @@ fn picker_height(picker: &Picker, body: Rect) -> u16 {
     rows.min(body.height * 2 / 3).max(4).min(body.height)
 }
 
+/// How many leading characters of the ids tell the listed sessions apart (at least 8). Ids
+/// begin with their creation time, so sessions made within a minute share 8 or more.
+fn distinguishing_width(sessions: &[SessionSummary]) -> usize {
+    let longest = sessions.iter().map(|s| s.session_id.len()).max().unwrap_or(0);
+    let mut width = 8;
+    while width < longest {
+        let mut prefixes: Vec<&str> =
+            sessions.iter().map(|s| s.session_id.get(..width).unwrap_or(&s.session_id)).collect();
+        prefixes.sort_unstable();
+        prefixes.dedup();
+        if prefixes.len() == sessions.len() {
+            break;
+        }
+        width += 1;
+    }
+    width
+}
+
 fn picker_dialog(frame: &mut Frame<'_>, body: Rect, picker: &Picker, height: u16, app: &App) {
     let theme = app.theme;
     let inner = body.width.saturating_sub(4) as usize;
+    let id_width = distinguishing_width(&picker.sessions);
     let mut lines: Vec<Line<'static>> = picker
         .sessions
         .iter()
@@ -293,7 +313,7 @@ fn picker_dialog(frame: &mut Frame<'_>, body: Rect, picker: &Picker, height: u16
             let title =
                 session.name.clone().or_else(|| session.first_prompt.clone()).unwrap_or_default();
             let when = session.updated.get(..16).unwrap_or(&session.updated).replace('T', " ");
-            let id = session.session_id.get(..8).unwrap_or(&session.session_id);
+            let id = session.session_id.get(..id_width).unwrap_or(&session.session_id);
             let text = fit_width(&format!("{id}  {when}  {title}"), inner);
             let style = if at == picker.selected {
                 theme.style(Role::Status)
@@ -640,6 +660,33 @@ y allow once · a allow for the session · n deny · r deny wit";
         assert!(lines[20].starts_with(" waiting for approval 2.0 s · "), "{shown}");
         assert_eq!(lines[22], "›", "{shown}");
         assert!(lines[23].starts_with("y allow once · a allow for the session"), "{shown}");
+    }
+
+    #[test]
+    fn the_picker_shows_as_much_of_each_id_as_tells_them_apart() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let start = Instant::now();
+        let theme = Theme { color: false, unicode: true };
+        let mut app = App::new(&state(dir.path()), theme, Vec::new(), start);
+        let summary = |id: &str, prompt: &str| {
+            let value = json!({
+                "session_id": id, "cwd": "/p", "first_prompt": prompt, "entry_count": 2,
+                "size_bytes": 10, "created": "2026-12-01T20:00:00Z",
+                "updated": "2026-12-01T20:01:00Z", "path": "/p/s.jsonl"
+            });
+            serde_json::from_value::<SessionSummary>(value).unwrap_or_else(|e| panic!("{e}"))
+        };
+        // Made in the same minute: the first 13 characters are the same.
+        let sessions = vec![
+            summary("01a234db-ff2b-7066-bcd4-5be0e29f710b", "the fork"),
+            summary("01a234db-ff2b-70a1-8c3e-1d2f3a4b5c6d", "the original"),
+        ];
+        app.picker = Some(crate::tui::app::Picker { sessions, selected: 0 });
+        let (shown, _) = screen(&app, start, (80, 12));
+        assert!(shown.contains("│01a234db-ff2b-706  2026-12-01 20:01  the fork"), "{shown}");
+        assert!(shown.contains("│01a234db-ff2b-70a  2026-12-01 20:01  the original"), "{shown}");
+        let one = vec![summary("01a234db-ff2b-7066-bcd4-5be0e29f710b", "alone")];
+        assert_eq!(distinguishing_width(&one), 8);
     }
 
     #[test]
