@@ -567,3 +567,55 @@ fn fork_new_and_the_resume_picker_switch_sessions_in_the_full_screen_client() {
     assert!(!ids.contains(&new.as_str()) && ids.len() == 2, "{ids:?}");
     leave(&term);
 }
+
+#[test]
+fn reasoning_is_one_dimmed_line_until_ctrl_t_shows_it() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = CliEnv::start(vec![Reply {
+        thinking: Some("First I look at the parser.\nThen the lexer.".into()),
+        ..Reply::text("Answer after thinking.")
+    }]);
+    let term = Tmux::spawn(&env, &["--approve", "yolo"], SIZE, &[]);
+    term.expect("/help for commands");
+    term.type_text("think first");
+    term.press(&["Enter"]);
+    let folded = term.expect("Answer after thinking.");
+    assert!(
+        folded.contains("thinking: First I look at the parser. (+1 lines, Ctrl-T shows)"),
+        "{folded}"
+    );
+    assert!(!folded.contains("Then the lexer."), "{folded}");
+    // Dimmed (NO_COLOR keeps emphasis).
+    let painted = term.screen_with_colours();
+    assert!(painted.contains("\u{1b}[2m"), "{painted}");
+    term.press(&["C-t"]);
+    let shown = term.expect("  Then the lexer.");
+    assert!(shown.contains("  First I look at the parser."), "{shown}");
+    term.press(&["C-t"]);
+    term.expect_that("folded again", |screen| !screen.contains("Then the lexer."));
+    leave(&term);
+}
+
+#[test]
+fn prompts_are_remembered_across_runs_of_the_client() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = CliEnv::start(vec![Reply::text("Noted.")]);
+    let term = Tmux::spawn(&env, &["--approve", "yolo"], SIZE, &[]);
+    term.expect("/help for commands");
+    term.type_text("a prompt worth\nremembering");
+    term.press(&["Enter"]);
+    term.expect("Noted.");
+    leave(&term);
+    drop(term);
+    let again = Tmux::spawn(&env, &["--approve", "yolo"], SIZE, &[]);
+    again.expect("/help for commands");
+    again.press(&["Up"]);
+    let recalled = again.expect("› a prompt worth");
+    assert!(recalled.contains("\n  remembering"), "{recalled}");
+    again.press(&["C-u"]);
+    leave(&again);
+}

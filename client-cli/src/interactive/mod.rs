@@ -142,7 +142,7 @@ async fn show_recent(client: &mut Client, session_id: &str, output: &mut Output)
 
 /// `$REIN_HOME/history`, the line editor's history.
 fn history_file() -> Option<PathBuf> {
-    rein_protocol::paths::rein_home().ok().map(|home| home.join("history"))
+    crate::tui::history::file()
 }
 
 /// The editor thread: one line at a time, each acknowledged before the next.

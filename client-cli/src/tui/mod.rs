@@ -14,6 +14,7 @@ pub mod app;
 pub mod diff;
 pub mod editor;
 pub mod highlight;
+pub mod history;
 pub mod keys;
 pub mod markdown;
 mod slash;
@@ -78,7 +79,7 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
     let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableBracketedPaste);
     let theme = Theme::detect();
     let now = Instant::now();
-    let mut app = App::new(&state, theme, load_history(), now);
+    let mut app = App::new(&state, theme, history::load(), now);
     app.keys = keys;
     let mut runtime = Runtime {
         socket: socket.to_path_buf(),
@@ -103,37 +104,12 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
     };
     let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableBracketedPaste);
     ratatui::restore();
-    save_history(runtime.app.editor.history());
+    history::save(runtime.app.editor.history());
     if let Some(id) = runtime.created.take() {
         let discard = session::discard_if_unanswered(&mut runtime.client, &id);
         let _ = tokio::time::timeout(LEAVE_TIMEOUT, discard).await;
     }
     result.map(|()| exit::OK)
-}
-
-/// `$REIN_HOME/history`: one entry per line, newlines inside an entry written as `\n`.
-fn history_file() -> Option<PathBuf> {
-    rein_protocol::paths::rein_home().ok().map(|home| home.join("history"))
-}
-
-fn load_history() -> Vec<String> {
-    let Some(text) = history_file().and_then(|path| std::fs::read_to_string(path).ok()) else {
-        return Vec::new();
-    };
-    text.lines()
-        .filter(|line| !line.is_empty() && *line != "#V2")
-        .map(|line| line.replace("\\n", "\n"))
-        .collect()
-}
-
-fn save_history(history: &[String]) {
-    let Some(path) = history_file() else { return };
-    if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    let text: String =
-        history.iter().map(|entry| format!("{}\n", entry.replace('\n', "\\n"))).collect();
-    let _ = std::fs::write(path, text);
 }
 
 /// The client's connection, subscription and app.
