@@ -263,6 +263,15 @@ impl App {
         app
     }
 
+    /// Binds `keys`; the hints on screen name them.
+    pub fn set_keys(&mut self, keys: KeyMap) {
+        self.transcript.set_key_names(super::transcript::KeyNames {
+            expand_tools: keys.first(KeyAction::ExpandTools),
+            show_thinking: keys.first(KeyAction::ShowThinking),
+        });
+        self.keys = keys;
+    }
+
     /// Takes in a fresh `session/state`.
     pub fn refresh(&mut self, state: &SessionState, now: Instant) {
         self.session.id = state.session_id.clone();
@@ -714,8 +723,10 @@ impl App {
             }
             self.confirm = Some(Confirm::CancelAndClear);
             self.hint = Some(format!(
-                "Ctrl-C again cancels the run and drops {} queued message(s); Esc keeps them",
-                steering + follow_up
+                "{} again cancels the run and drops {} queued message(s); {} keeps them",
+                self.keys.first(KeyAction::Interrupt),
+                steering + follow_up,
+                self.keys.first(KeyAction::Cancel)
             ));
             return Vec::new();
         }
@@ -728,7 +739,11 @@ impl App {
             return vec![Action::Quit];
         }
         self.confirm = Some(Confirm::Quit);
-        self.hint = Some("press Ctrl-C again or Ctrl-D to leave".into());
+        self.hint = Some(format!(
+            "press {} again or {} to leave",
+            self.keys.first(KeyAction::Interrupt),
+            self.keys.first(KeyAction::Leave)
+        ));
         Vec::new()
     }
 
@@ -974,5 +989,11 @@ mod tests {
         app.running = true;
         assert!(press(&mut app, KeyCode::Esc, KeyModifiers::NONE).is_empty());
         assert_eq!(press(&mut app, KeyCode::Char('g'), KeyModifiers::CONTROL), [Action::Cancel]);
+        // The hints name the keys in effect.
+        press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(
+            app.hint.as_deref(),
+            Some("Ctrl-C again cancels the run and drops 1 queued message(s); Ctrl-G keeps them")
+        );
     }
 }

@@ -80,7 +80,7 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
     let theme = Theme::detect();
     let now = Instant::now();
     let mut app = App::new(&state, theme, history::load(), now);
-    app.keys = keys;
+    app.set_keys(keys);
     let mut runtime = Runtime {
         socket: socket.to_path_buf(),
         follower: crate::interactive::slash::follower(&state),

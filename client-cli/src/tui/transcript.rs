@@ -95,6 +95,21 @@ pub struct ViewOptions {
     pub show_thinking: bool,
 }
 
+/// The keys the transcript's hints name (`Ctrl-O expands`), as `tui.toml` binds them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyNames {
+    /// The key that expands tool output.
+    pub expand_tools: String,
+    /// The key that shows reasoning whole.
+    pub show_thinking: String,
+}
+
+impl Default for KeyNames {
+    fn default() -> Self {
+        Self { expand_tools: "Ctrl-O".into(), show_thinking: "Ctrl-T".into() }
+    }
+}
+
 /// What a cell's laid-out lines depend on: cells only grow (text is appended, a tool ends
 /// once), so their size and state tell whether the lines kept from the last frame still hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,12 +150,28 @@ pub struct Transcript {
     open: Option<usize>,
     /// The project directory, for diffs against files on disk.
     cwd: PathBuf,
+    /// The keys the hints name.
+    keys: KeyNames,
 }
 
 impl Transcript {
     /// An empty transcript for a session in `cwd`.
     pub fn new(cwd: &Path) -> Self {
-        Self { cells: Vec::new(), layout: Default::default(), open: None, cwd: cwd.to_path_buf() }
+        Self {
+            cells: Vec::new(),
+            layout: Default::default(),
+            open: None,
+            cwd: cwd.to_path_buf(),
+            keys: KeyNames::default(),
+        }
+    }
+
+    /// Names `keys` in the hints from now on.
+    pub fn set_key_names(&mut self, keys: KeyNames) {
+        if self.keys != keys {
+            self.keys = keys;
+            self.layout.borrow_mut().clear();
+        }
     }
 
     /// Removes every cell (`/clear`).
@@ -316,7 +347,7 @@ impl Transcript {
             let cell_lines = match (key, kept.as_ref()) {
                 (Some(key), Some((kept_key, kept_lines))) if *kept_key == key => kept_lines.clone(),
                 _ => {
-                    let fresh = cell_lines(cell, width, theme, view, now);
+                    let fresh = cell_lines(cell, width, theme, view, &self.keys, now);
                     *kept = key.map(|key| (key, fresh.clone()));
                     fresh
                 }
@@ -342,6 +373,7 @@ fn cell_lines(
     width: usize,
     theme: Theme,
     view: ViewOptions,
+    keys: &KeyNames,
     now: Instant,
 ) -> Vec<Line<'static>> {
     match cell {
@@ -376,7 +408,7 @@ fn cell_lines(
                 let count = text.lines().count();
                 let first = text.lines().next().unwrap_or_default();
                 let more = if count > 1 {
-                    format!(" (+{} lines, Ctrl-T shows)", count - 1)
+                    format!(" (+{} lines, {} shows)", count - 1, keys.show_thinking)
                 } else {
                     String::new()
                 };
@@ -387,7 +419,7 @@ fn cell_lines(
                 )]
             }
         }
-        Cell::Tool(tool) => tool_lines(tool, width, theme, view, now),
+        Cell::Tool(tool) => tool_lines(tool, width, theme, view, keys, now),
         Cell::Notice(text, role) => wrap_text(&sanitize(text), width, theme.style(*role), ""),
     }
 }
@@ -421,6 +453,7 @@ fn tool_lines(
     width: usize,
     theme: Theme,
     view: ViewOptions,
+    keys: &KeyNames,
     now: Instant,
 ) -> Vec<Line<'static>> {
     let summary = if tool.name == "!" {
@@ -469,8 +502,9 @@ fn tool_lines(
     let show = |from: usize, lines: &mut Vec<Line<'static>>, style| {
         if from > 0 {
             let hidden = format!(
-                "{gutter}{} {from} earlier lines (Ctrl-O expands)",
-                theme.symbol(Symbol::Ellipsis)
+                "{gutter}{} {from} earlier lines ({} expands)",
+                theme.symbol(Symbol::Ellipsis),
+                keys.expand_tools
             );
             lines.push(Line::styled(hidden, dim));
         }
@@ -518,9 +552,10 @@ fn tool_lines(
         if shown < total {
             lines.push(Line::styled(
                 format!(
-                    "  {} {} more diff lines (Ctrl-O expands)",
+                    "  {} {} more diff lines ({} expands)",
                     theme.symbol(Symbol::Ellipsis),
-                    total - shown
+                    total - shown,
+                    keys.expand_tools
                 ),
                 dim,
             ));
@@ -597,6 +632,9 @@ mod tests {
         let collapsed = transcript.lines(60, theme, ViewOptions::default(), now);
         assert_eq!(text(&collapsed), ["thinking: first idea (+1 lines, Ctrl-T shows)"]);
         assert!(collapsed[0].style.add_modifier.contains(ratatui::style::Modifier::DIM));
+        transcript.set_key_names(KeyNames { show_thinking: "F2".into(), ..KeyNames::default() });
+        let renamed = transcript.lines(60, theme, ViewOptions::default(), now);
+        assert_eq!(text(&renamed), ["thinking: first idea (+1 lines, F2 shows)"]);
         let shown = ViewOptions { expand_tools: false, show_thinking: true };
         assert_eq!(
             text(&transcript.lines(60, theme, shown, now)),

@@ -82,7 +82,11 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, now: Instant) {
     );
     let rule_char = if theme.unicode { "─" } else { "-" };
     let rule_text = if scroll > 0 {
-        format!("{} {scroll} lines below (PageDown) ", rule_char.repeat(2))
+        format!(
+            "{} {scroll} lines below ({}) ",
+            rule_char.repeat(2),
+            app.keys.first(KeyAction::ScrollDown)
+        )
     } else {
         String::new()
     };
