@@ -95,6 +95,8 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
         approvals: VecDeque::new(),
         mode: BusyMode::default(),
         idle_interrupt: false,
+        answered_at: None,
+        held_back: None,
         style,
         renderer: Renderer::new(RenderOptions { style, interactive: true }),
         output,
@@ -192,6 +194,10 @@ struct Attach {
     approvals: VecDeque<String>,
     mode: BusyMode,
     idle_interrupt: bool,
+    /// When an approval was last answered (by any client).
+    answered_at: Option<std::time::Instant>,
+    /// An answer-like line held back once because its approval was already answered.
+    held_back: Option<String>,
     style: Style,
     renderer: Renderer,
     output: Output,
@@ -264,7 +270,8 @@ impl Attach {
                 self.approvals.push_back(request_id)
             }
             SessionEvent::ApprovalResolved { request_id, .. } => {
-                self.approvals.retain(|pending| *pending != request_id)
+                self.approvals.retain(|pending| *pending != request_id);
+                self.answered_at = Some(std::time::Instant::now());
             }
             _ => {}
         }
@@ -289,6 +296,20 @@ impl Attach {
             self.call_quietly::<rq::ApprovalRespond>(params).await;
             return Next::ReadAnother;
         }
+        // A `y` meant for a request another client has just answered is not a prompt.
+        let recently_answered =
+            self.answered_at.is_some_and(|at| at.elapsed() < crate::tui::app::ANSWER_GUARD);
+        if recently_answered
+            && input::parse_approval(&line).is_some()
+            && self.held_back.as_deref() != Some(line.as_str())
+        {
+            self.output.print(
+                "that approval was already answered; type it again to send it as a message\n",
+            );
+            self.held_back = Some(line);
+            return Next::ReadAnother;
+        }
+        self.held_back = None;
         match input::parse_line(&line) {
             Ok(Line::Empty) => Next::ReadAnother,
             Ok(Line::Text { text, follow_up }) => {
@@ -333,12 +354,11 @@ impl Attach {
     /// A prompt when idle; steering or a follow-up while a run is active.
     async fn send_text(&mut self, text: String, follow_up: bool) {
         let follow_up = follow_up || self.mode == BusyMode::FollowUp;
+        // `@path` mentions attach the file, as in the full-screen client.
+        let crate::tui::editor::Composed { text, images } =
+            crate::tui::editor::compose(&text, &self.cwd);
         if self.running {
-            let params = QueueMessageParams {
-                session_id: self.session_id.clone(),
-                text,
-                images: Vec::new(),
-            };
+            let params = QueueMessageParams { session_id: self.session_id.clone(), text, images };
             if follow_up {
                 self.call_quietly::<rq::SessionFollowUp>(params).await;
             } else {
@@ -349,7 +369,7 @@ impl Attach {
         let params = PromptParams {
             session_id: self.session_id.clone(),
             text,
-            images: Vec::new(),
+            images,
             when_busy: Some(if follow_up { BusyBehavior::FollowUp } else { BusyBehavior::Steer }),
             limits: RunLimits::default(),
             verify: None,
