@@ -124,3 +124,27 @@ fn line_mode_holds_back_a_late_y_and_attaches_mentioned_files() {
     type_line(&mut rein, "/quit");
     assert_eq!(rein.wait(), Some(0));
 }
+
+#[test]
+fn line_mode_ctrl_c_asks_once_then_cancels_and_drops_the_queue() {
+    let env = CliEnv::start(vec![Reply::tool_call("bash", json!({"command": "sleep 30"}))]);
+    let mut rein = Pty::spawn_piped(&env, &["--approve", "yolo"]);
+    rein.expect("rein: new session ");
+    let id = rest_of_line(&mut rein).split_whitespace().next().unwrap_or_default().to_string();
+    rein.send("wait a long time\r");
+    rein.expect("→ bash sleep 30");
+    rein.send("and then this\r");
+    rein.expect("queued");
+    rein.send("\x03");
+    rein.expect("Ctrl-C again cancels the run and drops 1 queued message(s)");
+    rein.send("\x03");
+    rein.expect("cancelling the run and dropping 1 queued message(s)");
+    rein.expect("cancelled");
+    let state = env.rpc_ok("session/state", json!({"session_id": id}));
+    assert_eq!(state["queues"], json!({"steering": [], "follow_up": []}), "{state}");
+    let users: Vec<_> = env.messages(&id).into_iter().filter(|m| m["role"] == "user").collect();
+    assert_eq!(users.len(), 1, "{users:?}");
+    assert_eq!(env.requests().len(), 1);
+    rein.send("/quit\r");
+    assert_eq!(rein.wait(), Some(0));
+}

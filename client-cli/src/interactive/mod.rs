@@ -22,8 +22,9 @@ use input::{BusyMode, Line};
 use output::Output;
 use rein_protocol::event::SessionEvent;
 use rein_protocol::method::{
-    ApprovalRespondParams, BusyBehavior, HistoryPageParams, PromptParams, QueueMessageParams,
-    RunLimits, SessionRef, SessionState, SessionSummary, ShellParams,
+    ApprovalRespondParams, BusyBehavior, ClearQueueParams, HistoryPageParams, PromptParams,
+    QueueMessageParams, QueueSelector, RunLimits, SessionRef, SessionState, SessionSummary,
+    ShellParams,
 };
 use rein_protocol::requests::{self as rq, Method};
 use rustyline::error::ReadlineError;
@@ -95,6 +96,7 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
         approvals: VecDeque::new(),
         mode: BusyMode::default(),
         idle_interrupt: false,
+        confirm_clear: false,
         answered_at: None,
         held_back: None,
         style,
@@ -194,6 +196,8 @@ struct Attach {
     approvals: VecDeque<String>,
     mode: BusyMode,
     idle_interrupt: bool,
+    /// Ctrl-C asked whether to drop the queued messages; the next one does.
+    confirm_clear: bool,
     /// When an approval was last answered (by any client).
     answered_at: Option<std::time::Instant>,
     /// An answer-like line held back once because its approval was already answered.
@@ -284,6 +288,7 @@ impl Attach {
             Input::Line(line) => line,
         };
         self.idle_interrupt = false;
+        self.confirm_clear = false;
         if let Some(request_id) = self.approvals.front().cloned()
             && let Some((decision, reason)) = input::parse_approval(&line)
         {
@@ -336,11 +341,36 @@ impl Attach {
         }
     }
 
+    /// Ctrl-C: cancels a run and drops the queued messages (asking once when there are
+    /// some, so they do not start a new run at once); when idle, asks before leaving.
     async fn interrupt(&mut self) -> Next {
         if self.running {
-            self.output.print("cancelling the run…\n");
-            let params = SessionRef { session_id: self.session_id.clone() };
-            self.call_quietly::<rq::SessionCancel>(params).await;
+            let session = SessionRef { session_id: self.session_id.clone() };
+            let queued = match self.client.request::<rq::SessionState>(&session).await {
+                Ok(state) => state.queues.steering.len() + state.queues.follow_up.len(),
+                Err(_) => 0,
+            };
+            if queued > 0 && !self.confirm_clear {
+                self.confirm_clear = true;
+                self.output.print(&format!(
+                    "Ctrl-C again cancels the run and drops {queued} queued message(s)\n"
+                ));
+                return Next::ReadAnother;
+            }
+            self.confirm_clear = false;
+            if queued > 0 {
+                self.output.print(&format!(
+                    "cancelling the run and dropping {queued} queued message(s)…\n"
+                ));
+                let params = ClearQueueParams {
+                    session_id: self.session_id.clone(),
+                    queue: QueueSelector::All,
+                };
+                self.call_quietly::<rq::SessionClearQueue>(params).await;
+            } else {
+                self.output.print("cancelling the run…\n");
+            }
+            self.call_quietly::<rq::SessionCancel>(session).await;
             return Next::ReadAnother;
         }
         if self.idle_interrupt {
