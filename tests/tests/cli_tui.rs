@@ -5,7 +5,11 @@
 //! a stray `y` after that is not sent as a prompt, the client reconnects after `kill -9` of
 //! the daemon and after its connection dropped while the daemon lived on (replayed, or filled
 //! from the session when the replay no longer reaches back), keys follow `tui.toml`, and
-//! `NO_COLOR`, a non-UTF-8 locale and an 80x24 terminal are respected.
+//! `NO_COLOR`, a non-UTF-8 locale and an 80x24 terminal are respected. Also: a daemon left
+//! from an older release is named with how to restart it, a failed first prompt leaves no
+//! session, the slash commands (`/rename`, `/approve`, `/status`, `/undo`, `/fork`, `/new`,
+//! the `/resume` picker), Tab completion, `@file` and image mentions, reasoning folded until
+//! Ctrl-T, and the prompt history kept across runs.
 //!
 //! Built with `--release`, the tests drive the release binaries (the testkit builds the
 //! profile the tests are built with).
