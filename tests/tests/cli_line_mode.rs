@@ -148,3 +148,40 @@ fn line_mode_ctrl_c_asks_once_then_cancels_and_drops_the_queue() {
     rein.send("/quit\r");
     assert_eq!(rein.wait(), Some(0));
 }
+
+#[test]
+fn line_mode_keeps_following_after_falling_behind_the_event_stream() {
+    let mut env = CliEnv::configured(vec![
+        Reply::tool_call("bash", json!({"command": "seq 1 1000000"})),
+        Reply::text("flood done"),
+        Reply::text("Answer after the gap."),
+    ]);
+    // A small replay buffer: a client stopped during the flood cannot be replayed to.
+    let config = env.daemon.home().join("config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("\n[sessions]\nreplay_buffer = 32\nreplay_buffer_bytes = 65536\n");
+    std::fs::write(&config, text).unwrap();
+    env.daemon.spawn();
+    let mut rein = line_mode(&env, &["--approve", "yolo"]);
+    rein.expect("rein: new session ");
+    let id = rest_of_line(&mut rein).split_whitespace().next().unwrap_or_default().to_string();
+    type_line(&mut rein, "flood the terminal");
+    let deadline = std::time::Instant::now() + cli_support::EXPECT_TIMEOUT;
+    while env.requests().is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the prompt never reached the provider");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let pid = nix::unistd::Pid::from_raw(rein.pid() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    while env.messages(&id).len() < 4 {
+        assert!(std::time::Instant::now() < deadline, "the run did not end");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+    rein.expect("fell behind the event stream");
+    // Still following: the next prompt's answer shows.
+    type_line(&mut rein, "and now?");
+    rein.expect("Answer after the gap.");
+    type_line(&mut rein, "/quit");
+    assert_eq!(rein.wait(), Some(0));
+}

@@ -304,6 +304,7 @@ fn a_long_disconnection_is_filled_from_the_session_when_the_replay_no_longer_rea
     let mut env = CliEnv::configured(vec![
         Reply::text("First answer."),
         Reply { delta_size: Some(3), ..Reply::text(long.repeat(4)) },
+        Reply::text("Third answer."),
     ]);
     // A replay window of 32 events: room for a short answer followed live, not for the
     // missed run of about a hundred deltas.
@@ -329,6 +330,10 @@ fn a_long_disconnection_is_filled_from_the_session_when_the_replay_no_longer_rea
     assert!(screen.contains("fell behind the event stream"), "{screen}");
     let screen = term.expect("> question while away");
     assert!(screen.contains("many small deltas"), "{screen}");
+    // The client still follows the session after the repair.
+    term.type_text("third question");
+    term.press(&["Enter"]);
+    term.expect("Third answer.");
     leave(&term);
 }
 

@@ -248,7 +248,12 @@ impl Attach {
     }
 
     async fn handle_item(&mut self, notice: SessionNotice) {
-        let envelope = match self.follower.accept(&mut self.client, notice).await {
+        let accepted = self.follower.accept(&mut self.client, notice).await;
+        // A repaired stream goes on under a new subscription.
+        if let Some(subscription) = self.follower.take_resubscribed() {
+            self.subscription = subscription;
+        }
+        let envelope = match accepted {
             Ok(Some(Followed::Event { envelope, .. })) => envelope,
             Ok(Some(Followed::Gap(gap))) => {
                 // What the session recorded in the hole; requests still waiting are sent

@@ -274,7 +274,12 @@ impl Runtime {
                 notice = self.client.next_session_item(), if connected => {
                     match notice {
                         Ok(notice) if notice.subscription == self.subscription => {
-                            match self.follower.accept(&mut self.client, notice).await {
+                            let accepted = self.follower.accept(&mut self.client, notice).await;
+                            // A repaired stream goes on under a new subscription.
+                            if let Some(subscription) = self.follower.take_resubscribed() {
+                                self.subscription = subscription;
+                            }
+                            match accepted {
                                 Ok(Some(followed)) => self.followed(followed),
                                 Ok(None) => {}
                                 Err(error) => self.lost(&error),

@@ -238,6 +238,11 @@ impl Pty {
         }
     }
 
+    /// The process id (of `script` for [`Pty::spawn`], of `rein` for [`Pty::attach`]).
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Everything printed so far.
     pub(crate) fn all_output(&self) -> String {
         self.output.lock().unwrap().clone()
