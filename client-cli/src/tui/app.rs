@@ -958,6 +958,34 @@ mod tests {
     }
 
     #[test]
+    fn a_pasted_image_path_is_sent_as_an_attached_image() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let image = dir.path().join("shot.png");
+        std::fs::write(&image, [0x89, b'P', b'N', b'G']).unwrap_or_else(|e| panic!("{e}"));
+        let mut app = app();
+        app.running = false;
+        app.session.cwd = dir.path().to_path_buf();
+        // What dropping a file on a terminal pastes: its quoted path.
+        app.paste(&format!("'{}'", image.display()));
+        for c in "what is wrong here?".chars() {
+            press(&mut app, KeyCode::Char(c), KeyModifiers::NONE);
+        }
+        let sent = press(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+        let expected_text = format!("@{} what is wrong here?", image.display());
+        assert_eq!(
+            sent,
+            [Action::Send {
+                text: expected_text,
+                images: vec![rein_protocol::message::ContentBlock::Image {
+                    data: "iVBORw==".into(),
+                    mime_type: "image/png".into()
+                }],
+                follow_up: false
+            }]
+        );
+    }
+
+    #[test]
     fn ctrl_t_and_ctrl_o_unfold_reasoning_and_tool_output() {
         let mut app = app();
         assert!(!app.view.show_thinking && !app.view.expand_tools);
