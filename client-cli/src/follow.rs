@@ -45,6 +45,12 @@ impl Follower {
         &self.cursor
     }
 
+    /// The id of the subscription the follower opened when it repaired the stream, once:
+    /// the session's items come under that id from then on.
+    pub fn take_resubscribed(&mut self) -> Option<String> {
+        self.cursor.take_resubscribed()
+    }
+
     /// Waits for the next item and accepts it (for loops that wait on nothing else).
     pub async fn next(&mut self, client: &mut Client) -> Result<Followed, ClientError> {
         loop {

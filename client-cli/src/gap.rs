@@ -37,6 +37,9 @@ pub struct StreamCursor {
     start_leaf: Option<String>,
     /// Entries the client was shown (announced live or recovered into a gap).
     shown: HashSet<String>,
+    /// The subscription a repair opened, until the client takes it (its items come under
+    /// this id from then on).
+    resubscribed: Option<String>,
 }
 
 /// Events lost for good, and what the session's entries tell about them.
@@ -60,7 +63,13 @@ pub struct Gap {
 impl StreamCursor {
     /// A client that subscribed after `last_seq`, when the session's leaf was `start_leaf`.
     pub fn new(session_id: &str, last_seq: u64, start_leaf: Option<String>) -> Self {
-        Self { session_id: session_id.to_string(), last_seq, start_leaf, shown: HashSet::new() }
+        Self {
+            session_id: session_id.to_string(),
+            last_seq,
+            start_leaf,
+            shown: HashSet::new(),
+            resubscribed: None,
+        }
     }
 
     /// The last seq seen.
@@ -77,8 +86,16 @@ impl StreamCursor {
     }
 
     /// After `lagged`: subscribes again from the last seq seen.
-    pub async fn resume(&self, client: &mut Client) -> Result<(), ClientError> {
-        client.subscribe(&self.session_id, self.last_seq).await.map(drop)
+    pub async fn resume(&mut self, client: &mut Client) -> Result<(), ClientError> {
+        let subscription = client.subscribe(&self.session_id, self.last_seq).await?;
+        self.resubscribed = Some(subscription);
+        Ok(())
+    }
+
+    /// The id of the subscription a repair ([`Self::resume`], [`Self::fill`]) opened since
+    /// the last call: a client that tells subscriptions apart follows that one from now on.
+    pub fn take_resubscribed(&mut self) -> Option<String> {
+        self.resubscribed.take()
     }
 
     /// After `resync_required` (the buffer's oldest event is `oldest_buffered_seq`): follows
@@ -94,7 +111,7 @@ impl StreamCursor {
         let state: SessionState = client.request::<rq::SessionState>(&session).await?;
         // Subscribe before reading the entries: any entry missing from the tree read below is
         // announced on this subscription.
-        client.subscribe(&self.session_id, to_seq).await?;
+        self.resubscribed = Some(client.subscribe(&self.session_id, to_seq).await?);
         let page =
             HistoryPageParams { session_id: self.session_id.clone(), limit: None, cursor: None };
         let tree: TreeResult = client.request::<rq::SessionTree>(page).await?;

@@ -335,7 +335,8 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
-            eprintln!("rein: {error}");
+            let hint = commands::daemon::version_hint(&error);
+            eprintln!("rein: {}", hint.unwrap_or_else(|| error.to_string()));
             ExitCode::from(exit::FAILURE)
         }
     }

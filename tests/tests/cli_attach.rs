@@ -116,6 +116,64 @@ fn ctrl_c_cancels_a_running_run() {
 }
 
 #[test]
+fn ctrl_c_asks_once_then_cancels_and_drops_the_queue() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = CliEnv::start(vec![Reply::tool_call("bash", json!({"command": "sleep 30"}))]);
+    let term = Tmux::spawn(&env, &["--approve", "yolo"], SIZE, &[]);
+    let id = banner_id(&term.expect("/help for commands"));
+    term.type_text("wait a long time");
+    term.press(&["Enter"]);
+    term.expect("→ bash sleep 30");
+    // Typed during the run: a steering message, queued.
+    term.type_text("and then this");
+    term.press(&["Enter"]);
+    term.expect("queue 1 steer, 0 follow-up");
+    term.press(&["C-c"]);
+    term.expect("Ctrl-C again cancels the run and drops 1 queued message(s); Esc keeps them");
+    term.press(&["C-c"]);
+    term.expect("cancelling the run and dropping 1 queued message(s)");
+    term.expect("run cancelled");
+    // Nothing queued started a new run: the session is idle with one prompt.
+    let state = env.rpc_ok("session/state", json!({"session_id": id}));
+    assert_eq!(state["running"], false, "{state}");
+    assert_eq!(state["queues"], json!({"steering": [], "follow_up": []}), "{state}");
+    let users: Vec<_> = env.messages(&id).into_iter().filter(|m| m["role"] == "user").collect();
+    assert_eq!(users.len(), 1, "{users:?}");
+    assert_eq!(env.requests().len(), 1);
+    term.press(&["C-d"]);
+    assert_eq!(term.wait(), Some(0));
+}
+
+#[test]
+fn esc_cancels_the_run_and_the_queued_message_runs_next() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = CliEnv::start(vec![
+        Reply::tool_call("bash", json!({"command": "sleep 30"})),
+        Reply::text("The queued message ran."),
+    ]);
+    let term = Tmux::spawn(&env, &["--approve", "yolo"], SIZE, &[]);
+    term.expect("/help for commands");
+    term.type_text("wait a long time");
+    term.press(&["Enter"]);
+    term.expect("→ bash sleep 30");
+    term.type_text("then say it ran");
+    term.press(&["Enter"]);
+    term.expect("queue 1 steer, 0 follow-up");
+    term.press(&["Escape"]);
+    term.expect("cancelling the run…");
+    term.expect("The queued message ran.");
+    let requests = env.requests();
+    assert_eq!(requests.len(), 2);
+    assert!(request_mentions(&requests[1], "then say it ran"), "the queue was not kept");
+    term.press(&["C-d"]);
+    assert_eq!(term.wait(), Some(0));
+}
+
+#[test]
 fn attach_shows_the_conversation_so_far() {
     if !Tmux::available() {
         return;

@@ -336,3 +336,24 @@ fn a_failed_first_prompt_leaves_no_session_and_continue_skips_empty_ones() {
     assert_exit(&continued, 0);
     assert_eq!(session_id(&stderr(&continued)), kept_id, "-c picked the empty session");
 }
+
+#[test]
+fn piped_output_is_plain_text_even_where_colour_is_allowed() {
+    let env = CliEnv::start(vec![
+        Reply::tool_call("bash", json!({"command": "echo from-the-tool"})),
+        Reply::text("# Done\n\nThe **answer**, as the model wrote it."),
+    ]);
+    // NO_COLOR unset: only the pipes keep the output plain.
+    let output = env
+        .rein()
+        .env_remove("NO_COLOR")
+        .args(["run", "go", "--approve", "yolo"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_exit(&output, 0);
+    assert_eq!(stdout(&output), "# Done\n\nThe **answer**, as the model wrote it.\n");
+    let err = stderr(&output);
+    assert!(err.contains("✓ bash: from-the-tool"), "{err}");
+    assert!(!err.contains('\u{1b}'), "escape codes on a piped stderr: {err:?}");
+}

@@ -5,7 +5,11 @@
 //! a stray `y` after that is not sent as a prompt, the client reconnects after `kill -9` of
 //! the daemon and after its connection dropped while the daemon lived on (replayed, or filled
 //! from the session when the replay no longer reaches back), keys follow `tui.toml`, and
-//! `NO_COLOR`, a non-UTF-8 locale and an 80x24 terminal are respected.
+//! `NO_COLOR`, a non-UTF-8 locale and an 80x24 terminal are respected. Also: a daemon left
+//! from an older release is named with how to restart it, a failed first prompt leaves no
+//! session, the slash commands (`/rename`, `/approve`, `/status`, `/undo`, `/fork`, `/new`,
+//! the `/resume` picker), Tab completion, `@file` and image mentions, reasoning folded until
+//! Ctrl-T, and the prompt history kept across runs.
 //!
 //! Built with `--release`, the tests drive the release binaries (the testkit builds the
 //! profile the tests are built with).
@@ -176,7 +180,12 @@ fn markdown_and_tables_fit_an_80x24_terminal_without_colour() {
     assert!(screen.contains("The parser now handles empty input."), "{screen}");
     assert!(screen.contains("  fn main() {}"), "{screen}");
     assert!(screen.contains("approve yolo"), "{screen}");
-    assert!(screen.lines().all(|line| line.chars().count() <= 80), "{screen}");
+    // The status line, the input and the hints keep their rows at the bottom.
+    let rows: Vec<&str> = screen.lines().collect();
+    assert_eq!(rows.len(), 24, "{screen}");
+    assert!(rows[20].starts_with(" ready · "), "{screen}");
+    assert_eq!(rows[22].trim_end(), "›", "{screen}");
+    assert!(rows[23].starts_with("Enter sends"), "{screen}");
     // NO_COLOR: no colours at all (bold, dim and reverse remain).
     let coloured = term.screen_with_colours();
     assert!((0..8).all(|colour| !coloured.contains(&format!("\u{1b}[3{colour}m"))), "{coloured}");
@@ -295,6 +304,7 @@ fn a_long_disconnection_is_filled_from_the_session_when_the_replay_no_longer_rea
     let mut env = CliEnv::configured(vec![
         Reply::text("First answer."),
         Reply { delta_size: Some(3), ..Reply::text(long.repeat(4)) },
+        Reply::text("Third answer."),
     ]);
     // A replay window of 32 events: room for a short answer followed live, not for the
     // missed run of about a hundred deltas.
@@ -320,6 +330,10 @@ fn a_long_disconnection_is_filled_from_the_session_when_the_replay_no_longer_rea
     assert!(screen.contains("fell behind the event stream"), "{screen}");
     let screen = term.expect("> question while away");
     assert!(screen.contains("many small deltas"), "{screen}");
+    // The client still follows the session after the repair.
+    term.type_text("third question");
+    term.press(&["Enter"]);
+    term.expect("Third answer.");
     leave(&term);
 }
 
@@ -350,4 +364,267 @@ fn keys_follow_tui_toml_and_a_mistake_there_is_named() {
     let mut pty = cli_support::Pty::spawn(&env, &["--approve", "yolo"]);
     pty.expect("tui.toml: [keys] unknown action `cancle` (the actions are: submit,");
     assert_eq!(pty.wait(), Some(2));
+}
+
+/// A daemon of an older release on `socket`: it refuses this rein's protocol version in
+/// `initialize`, as `reind` does when the major versions differ.
+fn old_daemon(socket: &std::path::Path) {
+    let listener = std::os::unix::net::UnixListener::bind(socket)
+        .unwrap_or_else(|e| panic!("cannot bind {}: {e}", socket.display()));
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { return };
+            std::thread::spawn(move || {
+                use std::io::{BufRead, Write};
+                let Ok(mut writer) = stream.try_clone() else { return };
+                for line in std::io::BufReader::new(stream).lines() {
+                    let Ok(line) = line else { return };
+                    let Ok(request) = serde_json::from_str::<serde_json::Value>(&line) else {
+                        return;
+                    };
+                    let answer = json!({"jsonrpc": "2.0", "id": request["id"], "error": {
+                        "code": -32011,
+                        "message": "client speaks protocol 1.0 but this daemon speaks 0.9; upgrade the older side",
+                        "data": {"kind": "incompatible_protocol"}}});
+                    if writeln!(writer, "{answer}").is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn a_daemon_left_from_an_older_release_is_named_with_how_to_restart_it() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = CliEnv::configured(vec![]);
+    let dir = tempfile::Builder::new().prefix("rein-old-").tempdir().unwrap();
+    let socket = dir.path().join("old.sock");
+    old_daemon(&socket);
+    let socket = cli_support::path_str(&socket);
+    let term = Tmux::spawn(&env, &[], SIZE, &[("REIN_SOCKET", &socket)]);
+    let hint =
+        "this daemon speaks 0.9; upgrade the older side; restart it with `rein daemon restart`";
+    term.expect_that(hint, |screen| screen.replace('\n', "").contains(hint));
+    assert_eq!(term.wait(), Some(1));
+    // Every other command says the same.
+    let output = env
+        .rein()
+        .args(["run", "hello"])
+        .env("REIN_SOCKET", &socket)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    cli_support::assert_exit(&output, 1);
+    assert!(cli_support::stderr(&output).contains(hint), "{}", cli_support::stderr(&output));
+}
+
+#[test]
+fn a_failed_first_prompt_leaves_no_session_behind() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = CliEnv::start(vec![rein_testkit::fake_provider::Reply::fault(
+        rein_testkit::fake_provider::Fault::ServerError,
+    )]);
+    let term = Tmux::spawn(&env, &["--approve", "yolo"], SIZE, &[]);
+    let id = banner_id(&term.expect("/help for commands"));
+    term.type_text("doomed question");
+    term.press(&["Enter"]);
+    let screen = term.expect("model error:");
+    assert!(screen.contains("› doomed question"), "{screen}");
+    let listed = env.rpc_ok("session/list", json!({}));
+    assert_eq!(listed["sessions"][0]["session_id"], json!(id), "{listed}");
+    leave(&term);
+    // Leaving removed the session nothing was answered in: attach and run -c cannot pick it.
+    let listed = env.rpc_ok("session/list", json!({}));
+    assert_eq!(listed["sessions"], json!([]), "the failed session stayed: {listed}");
+}
+
+#[test]
+fn slash_commands_tab_completion_and_file_mentions_in_the_full_screen_client() {
+    if !Tmux::available() {
+        return;
+    }
+    let mut env = CliEnv::configured(vec![
+        Reply::tool_call("bash", json!({"command": "echo rewritten > main.txt"})),
+        Reply::text("Rewrote it."),
+    ]);
+    // A model that takes images, so the attached one reaches the provider.
+    let config = env.daemon.home().join("config.toml");
+    let text = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(
+        &config,
+        text.replace("context_window = 32768", "context_window = 32768\nimages = true"),
+    )
+    .unwrap();
+    env.daemon.spawn();
+    let dir = env.project.path();
+    std::fs::write(dir.join("main.txt"), "original\n").unwrap();
+    std::fs::write(dir.join("notes-for-the-model.txt"), "the secret word is walnut\n").unwrap();
+    // A tiny PNG (the signature is all the client looks at).
+    std::fs::write(dir.join("shot.png"), b"\x89PNG\r\n\x1a\n").unwrap();
+    let term = Tmux::spawn(&env, &["--approve", "ask"], SIZE, &[]);
+    let id = banner_id(&term.expect("/help for commands"));
+    term.expect("approve ask");
+
+    // Tab completes a command; /rename names the session.
+    term.type_text("/ren");
+    term.press(&["Tab"]);
+    term.expect("› /rename");
+    term.type_text("parser work");
+    term.expect("› /rename parser work");
+    term.press(&["Enter"]);
+    term.expect("session named \"parser work\"");
+    assert_eq!(env.rpc_ok("session/state", json!({"session_id": id}))["name"], "parser work");
+    // /approve changes the policy: the status line follows, and bash no longer asks.
+    term.type_text("/approve yolo");
+    term.press(&["Enter"]);
+    term.expect("approval policy: yolo");
+    term.expect("approve yolo");
+
+    // Tab completes an @path; the mentioned file's text and the image go with the prompt.
+    term.type_text("rewrite main.txt, see @notes-for");
+    term.press(&["Tab"]);
+    term.expect("@notes-for-the-model.txt");
+    term.type_text("and @shot.png");
+    term.expect("see @notes-for-the-model.txt and @shot.png");
+    term.press(&["Enter"]);
+    term.expect("Rewrote it.");
+    let requests = env.requests();
+    assert!(request_text(&requests[0]).contains("the secret word is walnut"), "{:?}", requests[0]);
+    assert!(
+        request_text(&requests[0]).contains("data:image/png;base64,iVBORw0KGgo"),
+        "no image: {:?}",
+        requests[0]
+    );
+    assert_eq!(std::fs::read_to_string(dir.join("main.txt")).unwrap(), "rewritten\n");
+
+    // /status: context use, tokens and cost; /undo puts the file back.
+    term.type_text("/status");
+    term.press(&["Enter"]);
+    let status = term.expect("  used ");
+    assert!(status.contains("session ") && status.contains("\"parser work\""), "{status}");
+    assert!(status.contains("  approval policy yolo"), "{status}");
+    let context = term.expect_that("context N of M tokens (P%)", |screen| {
+        screen.lines().any(|line| line.starts_with("  context ") && line.ends_with("%)"))
+    });
+    assert!(context.contains(" of 32768 tokens ("), "{context}");
+    term.expect_that("used N tokens, $C", |screen| {
+        screen.lines().any(|line| line.starts_with("  used ") && line.contains(" tokens, $"))
+    });
+    term.type_text("/undo");
+    term.press(&["Enter"]);
+    term.expect("restored the files to before turn 1");
+    assert_eq!(std::fs::read_to_string(dir.join("main.txt")).unwrap(), "original\n");
+    leave(&term);
+}
+
+/// The request's body as text (base64 and JSON escapes as sent).
+fn request_text(request: &rein_testkit::fake_provider::RecordedRequest) -> String {
+    request.body.to_string()
+}
+
+#[test]
+fn fork_new_and_the_resume_picker_switch_sessions_in_the_full_screen_client() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = CliEnv::start(vec![Reply::text("First answer.")]);
+    let term = Tmux::spawn(&env, &["--approve", "yolo"], SIZE, &[]);
+    let first = banner_id(&term.expect("/help for commands"));
+    term.type_text("first question");
+    term.press(&["Enter"]);
+    term.expect("First answer.");
+    term.type_text("/fork");
+    term.press(&["Enter"]);
+    let screen = term.expect("forked into ");
+    let fork = screen
+        .lines()
+        .find_map(|line| line.strip_prefix("forked into "))
+        .map(|id| id.trim().to_string())
+        .unwrap_or_default();
+    assert!(!fork.is_empty() && fork != first, "{screen}");
+    assert_eq!(env.messages(&fork).len(), 2);
+    // /new: an empty session, which the picker does not offer.
+    term.type_text("/new");
+    term.press(&["Enter"]);
+    let screen = term.expect_that("a second banner", |s| s.matches("new session ").count() == 1);
+    let new = banner_id(&screen);
+    assert!(new != first && new != fork, "{screen}");
+    term.type_text("/resume");
+    term.press(&["Enter"]);
+    let picker = term.expect("resume a session");
+    assert_eq!(picker.matches("first question").count(), 2, "{picker}");
+    assert_eq!(picker.matches("  20").count(), 2, "the empty session was offered: {picker}");
+    term.press(&["Down", "Enter"]);
+    let screen = term.expect("attached to ");
+    let chosen = banner_id(&screen);
+    assert!(chosen == first || chosen == fork, "{screen}");
+    term.expect("First answer.");
+    // Moving on removed the new session nobody prompted.
+    let listed = env.rpc_ok("session/list", json!({}));
+    let ids: Vec<&str> = listed["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["session_id"].as_str())
+        .collect();
+    assert!(!ids.contains(&new.as_str()) && ids.len() == 2, "{ids:?}");
+    leave(&term);
+}
+
+#[test]
+fn reasoning_is_one_dimmed_line_until_ctrl_t_shows_it() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = CliEnv::start(vec![Reply {
+        thinking: Some("First I look at the parser.\nThen the lexer.".into()),
+        ..Reply::text("Answer after thinking.")
+    }]);
+    let term = Tmux::spawn(&env, &["--approve", "yolo"], SIZE, &[]);
+    term.expect("/help for commands");
+    term.type_text("think first");
+    term.press(&["Enter"]);
+    let folded = term.expect("Answer after thinking.");
+    assert!(
+        folded.contains("thinking: First I look at the parser. (+1 lines, Ctrl-T shows)"),
+        "{folded}"
+    );
+    assert!(!folded.contains("Then the lexer."), "{folded}");
+    // Dimmed (NO_COLOR keeps emphasis).
+    let painted = term.screen_with_colours();
+    assert!(painted.contains("\u{1b}[2m"), "{painted}");
+    term.press(&["C-t"]);
+    let shown = term.expect("  Then the lexer.");
+    assert!(shown.contains("  First I look at the parser."), "{shown}");
+    term.press(&["C-t"]);
+    term.expect_that("folded again", |screen| !screen.contains("Then the lexer."));
+    leave(&term);
+}
+
+#[test]
+fn prompts_are_remembered_across_runs_of_the_client() {
+    if !Tmux::available() {
+        return;
+    }
+    let env = CliEnv::start(vec![Reply::text("Noted.")]);
+    let term = Tmux::spawn(&env, &["--approve", "yolo"], SIZE, &[]);
+    term.expect("/help for commands");
+    term.type_text("a prompt worth\nremembering");
+    term.press(&["Enter"]);
+    term.expect("Noted.");
+    leave(&term);
+    drop(term);
+    let again = Tmux::spawn(&env, &["--approve", "yolo"], SIZE, &[]);
+    again.expect("/help for commands");
+    again.press(&["Up"]);
+    let recalled = again.expect("› a prompt worth");
+    assert!(recalled.contains("\n  remembering"), "{recalled}");
+    again.press(&["C-u"]);
+    leave(&again);
 }

@@ -1,5 +1,6 @@
 //! `rein daemon start|stop|restart|status`, and the warnings any command gives when the
-//! daemon runs with a broken configuration or without a key the caller has.
+//! daemon runs with a broken configuration, without a key the caller has, or is another
+//! version than this `rein` (an upgrade left the old daemon running).
 
 use crate::client::{Client, ClientError};
 use crate::commands::exit;
@@ -81,6 +82,14 @@ pub fn warnings(info: &DaemonInfo) -> Vec<String> {
         .map(String::as_str)
         .filter(|name| std::env::var_os(name).is_some_and(|value| !value.is_empty()))
         .collect();
+    if info.version != env!("CARGO_PKG_VERSION") {
+        warnings.push(format!(
+            "the daemon is version {} and this rein is {}; `rein daemon restart` runs the new \
+             one (sessions are saved)",
+            info.version,
+            env!("CARGO_PKG_VERSION")
+        ));
+    }
     if !lacking.is_empty() {
         warnings.push(format!(
             "{} set in this shell but not in the daemon's environment (it started earlier); \
@@ -158,4 +167,59 @@ pub async fn status(socket: &Path, as_json: bool) -> Result<u8, ClientError> {
 
 async fn info(client: &mut Client) -> Result<DaemonInfo, ClientError> {
     client.request::<rq::DaemonInfo>(Empty {}).await
+}
+
+/// What to tell a person whose daemon speaks another protocol version than this `rein` (an
+/// upgrade left the old daemon running): how to restart it. `None` for other errors.
+pub fn version_hint(error: &ClientError) -> Option<String> {
+    match error {
+        ClientError::Rpc(failure)
+            if failure.kind == rein_protocol::error::ErrorKind::IncompatibleProtocol =>
+        {
+            Some(format!(
+                "the running daemon speaks another protocol version than this rein ({}): {}; \
+                 restart it with `rein daemon restart` (sessions are saved)",
+                env!("CARGO_PKG_VERSION"),
+                failure.message
+            ))
+        }
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::RpcFailure;
+    use rein_protocol::error::ErrorKind;
+
+    fn info(version: &str) -> DaemonInfo {
+        let value = json!({
+            "version": version, "protocol_version": "1.0", "pid": 1, "uptime_ms": 0,
+            "socket_path": "/s", "rein_home": "/h", "sessions_loaded": 0, "connections": 1
+        });
+        serde_json::from_value(value).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[test]
+    fn a_daemon_of_another_version_is_named_with_how_to_restart_it() {
+        assert!(warnings(&info(env!("CARGO_PKG_VERSION"))).is_empty());
+        let warned = warnings(&info("0.0.1-old"));
+        assert_eq!(warned.len(), 1, "{warned:?}");
+        assert!(warned[0].starts_with("the daemon is version 0.0.1-old and this rein is "));
+        assert!(warned[0].contains("`rein daemon restart`"), "{warned:?}");
+    }
+
+    #[test]
+    fn an_incompatible_daemon_says_how_to_restart_it() {
+        let failure = RpcFailure {
+            code: -32011,
+            message: "client speaks protocol 2.0 but this daemon speaks 1.0".into(),
+            kind: ErrorKind::IncompatibleProtocol,
+            data: serde_json::Value::Null,
+        };
+        let hint = version_hint(&ClientError::Rpc(failure)).unwrap_or_default();
+        assert!(hint.contains("this daemon speaks 1.0; restart it with `rein daemon restart`"));
+        assert!(version_hint(&ClientError::Closed).is_none());
+    }
 }

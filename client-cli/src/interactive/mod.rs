@@ -22,8 +22,9 @@ use input::{BusyMode, Line};
 use output::Output;
 use rein_protocol::event::SessionEvent;
 use rein_protocol::method::{
-    ApprovalRespondParams, BusyBehavior, HistoryPageParams, PromptParams, QueueMessageParams,
-    RunLimits, SessionRef, SessionState, SessionSummary, ShellParams,
+    ApprovalRespondParams, BusyBehavior, ClearQueueParams, HistoryPageParams, PromptParams,
+    QueueMessageParams, QueueSelector, RunLimits, SessionRef, SessionState, SessionSummary,
+    ShellParams,
 };
 use rein_protocol::requests::{self as rq, Method};
 use rustyline::error::ReadlineError;
@@ -95,6 +96,9 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
         approvals: VecDeque::new(),
         mode: BusyMode::default(),
         idle_interrupt: false,
+        confirm_clear: false,
+        answered_at: None,
+        held_back: None,
         style,
         renderer: Renderer::new(RenderOptions { style, interactive: true }),
         output,
@@ -142,7 +146,7 @@ async fn show_recent(client: &mut Client, session_id: &str, output: &mut Output)
 
 /// `$REIN_HOME/history`, the line editor's history.
 fn history_file() -> Option<PathBuf> {
-    rein_protocol::paths::rein_home().ok().map(|home| home.join("history"))
+    crate::tui::history::file()
 }
 
 /// The editor thread: one line at a time, each acknowledged before the next.
@@ -192,6 +196,12 @@ struct Attach {
     approvals: VecDeque<String>,
     mode: BusyMode,
     idle_interrupt: bool,
+    /// Ctrl-C asked whether to drop the queued messages; the next one does.
+    confirm_clear: bool,
+    /// When an approval was last answered (by any client).
+    answered_at: Option<std::time::Instant>,
+    /// An answer-like line held back once because its approval was already answered.
+    held_back: Option<String>,
     style: Style,
     renderer: Renderer,
     output: Output,
@@ -238,7 +248,12 @@ impl Attach {
     }
 
     async fn handle_item(&mut self, notice: SessionNotice) {
-        let envelope = match self.follower.accept(&mut self.client, notice).await {
+        let accepted = self.follower.accept(&mut self.client, notice).await;
+        // A repaired stream goes on under a new subscription.
+        if let Some(subscription) = self.follower.take_resubscribed() {
+            self.subscription = subscription;
+        }
+        let envelope = match accepted {
             Ok(Some(Followed::Event { envelope, .. })) => envelope,
             Ok(Some(Followed::Gap(gap))) => {
                 // What the session recorded in the hole; requests still waiting are sent
@@ -264,7 +279,8 @@ impl Attach {
                 self.approvals.push_back(request_id)
             }
             SessionEvent::ApprovalResolved { request_id, .. } => {
-                self.approvals.retain(|pending| *pending != request_id)
+                self.approvals.retain(|pending| *pending != request_id);
+                self.answered_at = Some(std::time::Instant::now());
             }
             _ => {}
         }
@@ -277,6 +293,7 @@ impl Attach {
             Input::Line(line) => line,
         };
         self.idle_interrupt = false;
+        self.confirm_clear = false;
         if let Some(request_id) = self.approvals.front().cloned()
             && let Some((decision, reason)) = input::parse_approval(&line)
         {
@@ -289,6 +306,20 @@ impl Attach {
             self.call_quietly::<rq::ApprovalRespond>(params).await;
             return Next::ReadAnother;
         }
+        // A `y` meant for a request another client has just answered is not a prompt.
+        let recently_answered =
+            self.answered_at.is_some_and(|at| at.elapsed() < crate::tui::app::ANSWER_GUARD);
+        if recently_answered
+            && input::parse_approval(&line).is_some()
+            && self.held_back.as_deref() != Some(line.as_str())
+        {
+            self.output.print(
+                "that approval was already answered; type it again to send it as a message\n",
+            );
+            self.held_back = Some(line);
+            return Next::ReadAnother;
+        }
+        self.held_back = None;
         match input::parse_line(&line) {
             Ok(Line::Empty) => Next::ReadAnother,
             Ok(Line::Text { text, follow_up }) => {
@@ -315,11 +346,36 @@ impl Attach {
         }
     }
 
+    /// Ctrl-C: cancels a run and drops the queued messages (asking once when there are
+    /// some, so they do not start a new run at once); when idle, asks before leaving.
     async fn interrupt(&mut self) -> Next {
         if self.running {
-            self.output.print("cancelling the run…\n");
-            let params = SessionRef { session_id: self.session_id.clone() };
-            self.call_quietly::<rq::SessionCancel>(params).await;
+            let session = SessionRef { session_id: self.session_id.clone() };
+            let queued = match self.client.request::<rq::SessionState>(&session).await {
+                Ok(state) => state.queues.steering.len() + state.queues.follow_up.len(),
+                Err(_) => 0,
+            };
+            if queued > 0 && !self.confirm_clear {
+                self.confirm_clear = true;
+                self.output.print(&format!(
+                    "Ctrl-C again cancels the run and drops {queued} queued message(s)\n"
+                ));
+                return Next::ReadAnother;
+            }
+            self.confirm_clear = false;
+            if queued > 0 {
+                self.output.print(&format!(
+                    "cancelling the run and dropping {queued} queued message(s)…\n"
+                ));
+                let params = ClearQueueParams {
+                    session_id: self.session_id.clone(),
+                    queue: QueueSelector::All,
+                };
+                self.call_quietly::<rq::SessionClearQueue>(params).await;
+            } else {
+                self.output.print("cancelling the run…\n");
+            }
+            self.call_quietly::<rq::SessionCancel>(session).await;
             return Next::ReadAnother;
         }
         if self.idle_interrupt {
@@ -333,12 +389,11 @@ impl Attach {
     /// A prompt when idle; steering or a follow-up while a run is active.
     async fn send_text(&mut self, text: String, follow_up: bool) {
         let follow_up = follow_up || self.mode == BusyMode::FollowUp;
+        // `@path` mentions attach the file, as in the full-screen client.
+        let crate::tui::editor::Composed { text, images } =
+            crate::tui::editor::compose(&text, &self.cwd);
         if self.running {
-            let params = QueueMessageParams {
-                session_id: self.session_id.clone(),
-                text,
-                images: Vec::new(),
-            };
+            let params = QueueMessageParams { session_id: self.session_id.clone(), text, images };
             if follow_up {
                 self.call_quietly::<rq::SessionFollowUp>(params).await;
             } else {
@@ -349,7 +404,7 @@ impl Attach {
         let params = PromptParams {
             session_id: self.session_id.clone(),
             text,
-            images: Vec::new(),
+            images,
             when_busy: Some(if follow_up { BusyBehavior::FollowUp } else { BusyBehavior::Steer }),
             limits: RunLimits::default(),
             verify: None,

@@ -263,6 +263,15 @@ impl App {
         app
     }
 
+    /// Binds `keys`; the hints on screen name them.
+    pub fn set_keys(&mut self, keys: KeyMap) {
+        self.transcript.set_key_names(super::transcript::KeyNames {
+            expand_tools: keys.first(KeyAction::ExpandTools),
+            show_thinking: keys.first(KeyAction::ShowThinking),
+        });
+        self.keys = keys;
+    }
+
     /// Takes in a fresh `session/state`.
     pub fn refresh(&mut self, state: &SessionState, now: Instant) {
         self.session.id = state.session_id.clone();
@@ -467,7 +476,17 @@ impl App {
                     self.answered_at = Some(now);
                 }
                 if self.reason_for.as_deref() == Some(request_id.as_str()) {
+                    // The reason being typed was for this dialog: it must not go out as a
+                    // prompt when Enter comes.
                     self.reason_for = None;
+                    if !self.editor.is_empty() {
+                        self.editor.clear();
+                        self.hint = None;
+                        self.transcript.notice(
+                            "the approval was answered elsewhere; the reason you were typing was dropped",
+                            Role::Notice,
+                        );
+                    }
                 }
                 let by = envelope
                     .client
@@ -704,8 +723,10 @@ impl App {
             }
             self.confirm = Some(Confirm::CancelAndClear);
             self.hint = Some(format!(
-                "Ctrl-C again cancels the run and drops {} queued message(s); Esc keeps them",
-                steering + follow_up
+                "{} again cancels the run and drops {} queued message(s); {} keeps them",
+                self.keys.first(KeyAction::Interrupt),
+                steering + follow_up,
+                self.keys.first(KeyAction::Cancel)
             ));
             return Vec::new();
         }
@@ -718,7 +739,11 @@ impl App {
             return vec![Action::Quit];
         }
         self.confirm = Some(Confirm::Quit);
-        self.hint = Some("press Ctrl-C again or Ctrl-D to leave".into());
+        self.hint = Some(format!(
+            "press {} again or {} to leave",
+            self.keys.first(KeyAction::Interrupt),
+            self.keys.first(KeyAction::Leave)
+        ));
         Vec::new()
     }
 
@@ -844,30 +869,132 @@ mod tests {
         assert_eq!(app.editor.history().len(), 2);
     }
 
+    fn at(seq: u64, event: SessionEvent) -> EventEnvelope {
+        EventEnvelope { session_id: "s".into(), seq, timestamp: 0, event, client: None }
+    }
+
     #[test]
     fn the_status_line_says_what_runs_and_fits_the_width() {
         let mut app = app();
         let now = Instant::now();
+        let later = |ms: u64| now + Duration::from_millis(ms);
+        app.apply(&at(4, SessionEvent::AgentStart { run_id: "r".into() }), now);
+        assert_eq!(
+            app.status_text(later(2100), 200),
+            "waiting for model 2.1 s · run 2.1 s · 0 tokens · context 0% · $0.0000 · fake/m · \
+             approve ask · queue 1 steer, 0 follow-up"
+        );
+        // A reply's usage moves the tokens, the cost and how full the context is.
+        let reply: Message = serde_json::from_value(json!({
+            "role": "assistant", "content": [], "api": "openai-chat", "provider": "fake",
+            "model": "m", "stop_reason": "tool_use",
+            "usage": {"input": 300, "output": 50, "cache_read": 100, "cache_write": 0,
+                "total_tokens": 1450, "cost": {"total": 0.0125}}
+        }))
+        .unwrap_or_else(|e| panic!("{e}"));
+        let end = SessionEvent::MessageEnd { message: std::sync::Arc::new(reply) };
+        app.apply(&at(5, end), later(2500));
         let start = SessionEvent::ToolExecutionStart {
             tool_call_id: "c".into(),
             tool_name: "bash".into(),
             arguments: json!({"command": "sleep 5"}),
         };
-        let envelope = EventEnvelope {
-            session_id: "s".into(),
-            seq: 4,
-            timestamp: 0,
-            event: start,
-            client: None,
+        app.apply(&at(6, start), later(3000));
+        assert_eq!(
+            app.status_text(later(6200), 200),
+            "running `bash` 3.2 s · run 6.2 s · 1.4k tokens · context 45% · $0.0125 · fake/m · \
+             approve ask · queue 1 steer, 0 follow-up"
+        );
+        let ask = SessionEvent::ApprovalRequested {
+            request_id: "ap".into(),
+            tool_call_id: "c2".into(),
+            tool_name: "write".into(),
+            arguments: json!({"path": "x", "content": ""}),
+            reason: "ask".into(),
         };
-        app.apply(&envelope, now);
-        let text = app.status_text(now + Duration::from_millis(3200), 200);
-        assert!(text.starts_with("running `bash` 3.2 s · run "), "{text}");
-        assert!(text.contains("queue 1 steer, 0 follow-up"), "{text}");
-        assert!(text.contains("approve ask"), "{text}");
-        let narrow = app.status_text(now + Duration::from_millis(3200), 50);
-        assert!(unicode_width::UnicodeWidthStr::width(narrow.as_str()) < 50, "{narrow}");
+        app.apply(&at(7, ask), later(7000));
+        let text = app.status_text(later(8000), 200);
+        assert!(text.starts_with("waiting for approval 1.0 s · run 8.0 s"), "{text}");
+        // Narrow: the least important figures go first; the state and the queue stay.
+        let narrow = app.status_text(later(8000), 60);
+        assert!(unicode_width::UnicodeWidthStr::width(narrow.as_str()) < 60, "{narrow}");
+        assert!(narrow.starts_with("waiting for approval 1.0 s · "), "{narrow}");
         assert!(narrow.contains("queue 1 steer"), "{narrow}");
+        assert!(!narrow.contains("run 8.0 s"), "{narrow}");
+        // The run ends: ready, no clock.
+        let ended = SessionEvent::Settled;
+        app.apply(&at(8, ended), later(9000));
+        assert!(app.status_text(later(9500), 200).starts_with("ready · 1.4k tokens"));
+    }
+
+    #[test]
+    fn a_reason_being_typed_when_another_client_answers_is_never_sent_as_a_prompt() {
+        let mut app = app();
+        let ask = SessionEvent::ApprovalRequested {
+            request_id: "ap".into(),
+            tool_call_id: "c".into(),
+            tool_name: "bash".into(),
+            arguments: json!({"command": "rm -rf build"}),
+            reason: "bash asks".into(),
+        };
+        app.apply(&at(4, ask), Instant::now());
+        assert!(press(&mut app, KeyCode::Char('r'), KeyModifiers::NONE).is_empty());
+        for c in "too risky".chars() {
+            press(&mut app, KeyCode::Char(c), KeyModifiers::NONE);
+        }
+        let resolved = SessionEvent::ApprovalResolved {
+            request_id: "ap".into(),
+            decision: ApprovalDecision::AllowOnce,
+            reason: None,
+            resolved_by: "other".into(),
+        };
+        app.apply(&at(5, resolved), Instant::now());
+        assert!(app.reason_for.is_none() && app.editor.is_empty());
+        assert!(press(&mut app, KeyCode::Enter, KeyModifiers::NONE).is_empty());
+        let said = app.transcript.cells.iter().any(|cell| {
+            matches!(cell, super::super::transcript::Cell::Notice(text, _) if text.contains("reason you were typing was dropped"))
+        });
+        assert!(said);
+    }
+
+    #[test]
+    fn a_pasted_image_path_is_sent_as_an_attached_image() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let image = dir.path().join("shot.png");
+        std::fs::write(&image, [0x89, b'P', b'N', b'G']).unwrap_or_else(|e| panic!("{e}"));
+        let mut app = app();
+        app.running = false;
+        app.session.cwd = dir.path().to_path_buf();
+        // What dropping a file on a terminal pastes: its quoted path.
+        app.paste(&format!("'{}'", image.display()));
+        for c in "what is wrong here?".chars() {
+            press(&mut app, KeyCode::Char(c), KeyModifiers::NONE);
+        }
+        let sent = press(&mut app, KeyCode::Enter, KeyModifiers::NONE);
+        let expected_text = format!("@{} what is wrong here?", image.display());
+        assert_eq!(
+            sent,
+            [Action::Send {
+                text: expected_text,
+                images: vec![rein_protocol::message::ContentBlock::Image {
+                    data: "iVBORw==".into(),
+                    mime_type: "image/png".into()
+                }],
+                follow_up: false
+            }]
+        );
+    }
+
+    #[test]
+    fn ctrl_t_and_ctrl_o_unfold_reasoning_and_tool_output() {
+        let mut app = app();
+        assert!(!app.view.show_thinking && !app.view.expand_tools);
+        press(&mut app, KeyCode::Char('t'), KeyModifiers::CONTROL);
+        press(&mut app, KeyCode::Char('o'), KeyModifiers::CONTROL);
+        assert!(app.view.show_thinking && app.view.expand_tools);
+        press(&mut app, KeyCode::Char('t'), KeyModifiers::CONTROL);
+        assert!(!app.view.show_thinking);
+        assert!(app.editor.is_empty());
     }
 
     #[test]
@@ -890,5 +1017,11 @@ mod tests {
         app.running = true;
         assert!(press(&mut app, KeyCode::Esc, KeyModifiers::NONE).is_empty());
         assert_eq!(press(&mut app, KeyCode::Char('g'), KeyModifiers::CONTROL), [Action::Cancel]);
+        // The hints name the keys in effect.
+        press(&mut app, KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(
+            app.hint.as_deref(),
+            Some("Ctrl-C again cancels the run and drops 1 queued message(s); Ctrl-G keeps them")
+        );
     }
 }

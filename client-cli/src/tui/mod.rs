@@ -14,6 +14,7 @@ pub mod app;
 pub mod diff;
 pub mod editor;
 pub mod highlight;
+pub mod history;
 pub mod keys;
 pub mod markdown;
 mod slash;
@@ -69,7 +70,8 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
     };
     let mut client = Client::connect_or_start(socket).await?;
     if let Err(error) = client.initialize(true).await {
-        eprintln!("rein: {}", version_hint(&error).unwrap_or_else(|| error.to_string()));
+        let hint = crate::commands::daemon::version_hint(&error);
+        eprintln!("rein: {}", hint.unwrap_or_else(|| error.to_string()));
         return Ok(exit::FAILURE);
     }
     let (state, created) = session::prepare(&mut client, &request).await?;
@@ -77,8 +79,8 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
     let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableBracketedPaste);
     let theme = Theme::detect();
     let now = Instant::now();
-    let mut app = App::new(&state, theme, load_history(), now);
-    app.keys = keys;
+    let mut app = App::new(&state, theme, history::load(), now);
+    app.set_keys(keys);
     let mut runtime = Runtime {
         socket: socket.to_path_buf(),
         follower: crate::interactive::slash::follower(&state),
@@ -102,52 +104,12 @@ pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientErr
     };
     let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableBracketedPaste);
     ratatui::restore();
-    save_history(runtime.app.editor.history());
+    history::save(runtime.app.editor.history());
     if let Some(id) = runtime.created.take() {
         let discard = session::discard_if_unanswered(&mut runtime.client, &id);
         let _ = tokio::time::timeout(LEAVE_TIMEOUT, discard).await;
     }
     result.map(|()| exit::OK)
-}
-
-/// What to tell a person whose daemon speaks another protocol version.
-fn version_hint(error: &ClientError) -> Option<String> {
-    match error {
-        ClientError::Rpc(failure) if failure.kind == ErrorKind::IncompatibleProtocol => {
-            Some(format!(
-                "the running daemon speaks another protocol version than this rein ({}): {}; \
-             restart it with `rein daemon restart` (running sessions are saved)",
-                env!("CARGO_PKG_VERSION"),
-                failure.message
-            ))
-        }
-        _ => None,
-    }
-}
-
-/// `$REIN_HOME/history`: one entry per line, newlines inside an entry written as `\n`.
-fn history_file() -> Option<PathBuf> {
-    rein_protocol::paths::rein_home().ok().map(|home| home.join("history"))
-}
-
-fn load_history() -> Vec<String> {
-    let Some(text) = history_file().and_then(|path| std::fs::read_to_string(path).ok()) else {
-        return Vec::new();
-    };
-    text.lines()
-        .filter(|line| !line.is_empty() && *line != "#V2")
-        .map(|line| line.replace("\\n", "\n"))
-        .collect()
-}
-
-fn save_history(history: &[String]) {
-    let Some(path) = history_file() else { return };
-    if let Some(dir) = path.parent() {
-        let _ = std::fs::create_dir_all(dir);
-    }
-    let text: String =
-        history.iter().map(|entry| format!("{}\n", entry.replace('\n', "\\n"))).collect();
-    let _ = std::fs::write(path, text);
 }
 
 /// The client's connection, subscription and app.
@@ -189,16 +151,6 @@ impl Runtime {
         if let Ok(info) = self.client.request::<rq::DaemonInfo>(Empty {}).await {
             for warning in crate::commands::daemon::warnings(&info) {
                 self.app.transcript.notice(format!("rein: {warning}"), Role::Notice);
-            }
-            if info.version != env!("CARGO_PKG_VERSION") {
-                self.app.transcript.notice(
-                    format!(
-                        "the daemon is version {} and this rein is {}; `rein daemon restart` runs the new one",
-                        info.version,
-                        env!("CARGO_PKG_VERSION")
-                    ),
-                    Role::Notice,
-                );
             }
         }
     }
@@ -322,7 +274,12 @@ impl Runtime {
                 notice = self.client.next_session_item(), if connected => {
                     match notice {
                         Ok(notice) if notice.subscription == self.subscription => {
-                            match self.follower.accept(&mut self.client, notice).await {
+                            let accepted = self.follower.accept(&mut self.client, notice).await;
+                            // A repaired stream goes on under a new subscription.
+                            if let Some(subscription) = self.follower.take_resubscribed() {
+                                self.subscription = subscription;
+                            }
+                            match accepted {
                                 Ok(Some(followed)) => self.followed(followed),
                                 Ok(None) => {}
                                 Err(error) => self.lost(&error),
@@ -410,7 +367,7 @@ impl Runtime {
     async fn reconnect(&mut self) -> Result<String, Option<String>> {
         let mut client = Client::connect_or_start(&self.socket).await.map_err(|_| None)?;
         if let Err(error) = client.initialize(true).await {
-            return Err(version_hint(&error));
+            return Err(crate::commands::daemon::version_hint(&error));
         }
         let session = SessionRef { session_id: self.app.session.id.clone() };
         let state = client
@@ -532,25 +489,5 @@ impl Runtime {
     /// Makes a call whose result needs no showing; shows its error. True when it worked.
     async fn call<M: Method>(&mut self, params: M::Params) -> bool {
         crate::interactive::slash::call::<Self, M>(self, params).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::client::RpcFailure;
-    use serde_json::Value;
-
-    #[test]
-    fn an_incompatible_daemon_says_how_to_restart_it() {
-        let failure = RpcFailure {
-            code: -32011,
-            message: "protocol 2.0 is not supported".into(),
-            kind: ErrorKind::IncompatibleProtocol,
-            data: Value::Null,
-        };
-        let hint = version_hint(&ClientError::Rpc(failure)).unwrap_or_default();
-        assert!(hint.contains("rein daemon restart"), "{hint}");
-        assert!(version_hint(&ClientError::Closed).is_none());
     }
 }

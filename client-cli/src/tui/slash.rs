@@ -97,7 +97,7 @@ impl Screen for Runtime {
         let (theme, view, mode) = (self.app.theme, self.app.view, self.app.mode);
         let keys = std::mem::take(&mut self.app.keys);
         self.app = App::new(&state, theme, history, now);
-        self.app.keys = keys;
+        self.app.set_keys(keys);
         self.app.view = view;
         self.app.mode = mode;
         self.stream = state.stream.clone();

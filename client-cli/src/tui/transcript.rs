@@ -95,6 +95,21 @@ pub struct ViewOptions {
     pub show_thinking: bool,
 }
 
+/// The keys the transcript's hints name (`Ctrl-O expands`), as `tui.toml` binds them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyNames {
+    /// The key that expands tool output.
+    pub expand_tools: String,
+    /// The key that shows reasoning whole.
+    pub show_thinking: String,
+}
+
+impl Default for KeyNames {
+    fn default() -> Self {
+        Self { expand_tools: "Ctrl-O".into(), show_thinking: "Ctrl-T".into() }
+    }
+}
+
 /// What a cell's laid-out lines depend on: cells only grow (text is appended, a tool ends
 /// once), so their size and state tell whether the lines kept from the last frame still hold.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,28 +144,45 @@ pub struct Transcript {
     /// Each cell's lines as last laid out, so a frame lays out only what changed (Markdown of
     /// a long answer is not parsed again for every tick of the status line).
     layout: std::cell::RefCell<Vec<Option<KeptLayout>>>,
-    /// Whether the last answer or reasoning cell still receives deltas.
-    open: bool,
+    /// The answer or reasoning cell that still receives deltas. A notice arriving meanwhile
+    /// (another client changed the model, say) goes below it without ending it, so the
+    /// streamed text is never broken in the middle of a word.
+    open: Option<usize>,
     /// The project directory, for diffs against files on disk.
     cwd: PathBuf,
+    /// The keys the hints name.
+    keys: KeyNames,
 }
 
 impl Transcript {
     /// An empty transcript for a session in `cwd`.
     pub fn new(cwd: &Path) -> Self {
-        Self { cells: Vec::new(), layout: Default::default(), open: false, cwd: cwd.to_path_buf() }
+        Self {
+            cells: Vec::new(),
+            layout: Default::default(),
+            open: None,
+            cwd: cwd.to_path_buf(),
+            keys: KeyNames::default(),
+        }
+    }
+
+    /// Names `keys` in the hints from now on.
+    pub fn set_key_names(&mut self, keys: KeyNames) {
+        if self.keys != keys {
+            self.keys = keys;
+            self.layout.borrow_mut().clear();
+        }
     }
 
     /// Removes every cell (`/clear`).
     pub fn clear(&mut self) {
         self.cells.clear();
         self.layout.borrow_mut().clear();
-        self.open = false;
+        self.open = None;
     }
 
-    /// Adds a notice.
+    /// Adds a notice (below a streaming answer, which goes on receiving its text).
     pub fn notice(&mut self, text: impl Into<String>, role: Role) {
-        self.close();
         self.cells.push(Cell::Notice(text.into(), role));
     }
 
@@ -162,29 +194,29 @@ impl Transcript {
 
     /// Appends streamed answer text.
     pub fn answer_delta(&mut self, delta: &str) {
-        match self.cells.last_mut() {
-            Some(Cell::Answer(text)) if self.open => text.push_str(delta),
+        match self.open.and_then(|at| self.cells.get_mut(at)) {
+            Some(Cell::Answer(text)) => text.push_str(delta),
             _ => {
                 self.cells.push(Cell::Answer(delta.to_string()));
-                self.open = true;
+                self.open = Some(self.cells.len() - 1);
             }
         }
     }
 
     /// Appends streamed reasoning.
     pub fn thinking_delta(&mut self, delta: &str) {
-        match self.cells.last_mut() {
-            Some(Cell::Thinking(text)) if self.open => text.push_str(delta),
+        match self.open.and_then(|at| self.cells.get_mut(at)) {
+            Some(Cell::Thinking(text)) => text.push_str(delta),
             _ => {
                 self.cells.push(Cell::Thinking(delta.to_string()));
-                self.open = true;
+                self.open = Some(self.cells.len() - 1);
             }
         }
     }
 
     /// Ends the streaming cell (a message ended, or something else happened).
     pub fn close(&mut self) {
-        self.open = false;
+        self.open = None;
     }
 
     /// A tool call starts; `edit` and `write` get their diff against the file as it is now.
@@ -315,7 +347,7 @@ impl Transcript {
             let cell_lines = match (key, kept.as_ref()) {
                 (Some(key), Some((kept_key, kept_lines))) if *kept_key == key => kept_lines.clone(),
                 _ => {
-                    let fresh = cell_lines(cell, width, theme, view, now);
+                    let fresh = cell_lines(cell, width, theme, view, &self.keys, now);
                     *kept = key.map(|key| (key, fresh.clone()));
                     fresh
                 }
@@ -341,6 +373,7 @@ fn cell_lines(
     width: usize,
     theme: Theme,
     view: ViewOptions,
+    keys: &KeyNames,
     now: Instant,
 ) -> Vec<Line<'static>> {
     match cell {
@@ -375,7 +408,7 @@ fn cell_lines(
                 let count = text.lines().count();
                 let first = text.lines().next().unwrap_or_default();
                 let more = if count > 1 {
-                    format!(" (+{} lines, Ctrl-T shows)", count - 1)
+                    format!(" (+{} lines, {} shows)", count - 1, keys.show_thinking)
                 } else {
                     String::new()
                 };
@@ -386,7 +419,7 @@ fn cell_lines(
                 )]
             }
         }
-        Cell::Tool(tool) => tool_lines(tool, width, theme, view, now),
+        Cell::Tool(tool) => tool_lines(tool, width, theme, view, keys, now),
         Cell::Notice(text, role) => wrap_text(&sanitize(text), width, theme.style(*role), ""),
     }
 }
@@ -420,6 +453,7 @@ fn tool_lines(
     width: usize,
     theme: Theme,
     view: ViewOptions,
+    keys: &KeyNames,
     now: Instant,
 ) -> Vec<Line<'static>> {
     let summary = if tool.name == "!" {
@@ -468,8 +502,9 @@ fn tool_lines(
     let show = |from: usize, lines: &mut Vec<Line<'static>>, style| {
         if from > 0 {
             let hidden = format!(
-                "{gutter}{} {from} earlier lines (Ctrl-O expands)",
-                theme.symbol(Symbol::Ellipsis)
+                "{gutter}{} {from} earlier lines ({} expands)",
+                theme.symbol(Symbol::Ellipsis),
+                keys.expand_tools
             );
             lines.push(Line::styled(hidden, dim));
         }
@@ -517,9 +552,10 @@ fn tool_lines(
         if shown < total {
             lines.push(Line::styled(
                 format!(
-                    "  {} {} more diff lines (Ctrl-O expands)",
+                    "  {} {} more diff lines ({} expands)",
                     theme.symbol(Symbol::Ellipsis),
-                    total - shown
+                    total - shown,
+                    keys.expand_tools
                 ),
                 dim,
             ));
@@ -557,6 +593,36 @@ mod tests {
     }
 
     #[test]
+    fn a_notice_arriving_mid_word_does_not_break_the_streamed_answer() {
+        let now = Instant::now();
+        let theme = Theme { color: false, unicode: true };
+        let view = ViewOptions::default();
+        let mut transcript = Transcript::new(Path::new("/tmp"));
+        transcript.thinking_delta("pon");
+        transcript.notice("model: fake/other", Role::Notice);
+        transcript.thinking_delta("dering");
+        transcript.answer_delta("The fix is rea");
+        transcript.notice("approval policy: yolo", Role::Notice);
+        transcript.answer_delta("dy now.");
+        let shown =
+            text(&transcript.lines(40, theme, ViewOptions { show_thinking: true, ..view }, now));
+        assert_eq!(
+            shown,
+            [
+                "  pondering",
+                "model: fake/other",
+                "",
+                "The fix is ready now.",
+                "approval policy: yolo"
+            ]
+        );
+        // Something that is not a notice (a tool call, a prompt) ends the answer.
+        transcript.tool_start("c", "read", &serde_json::json!({"path": "a"}), now);
+        transcript.answer_delta("Next answer");
+        assert!(matches!(transcript.cells.last(), Some(Cell::Answer(t)) if t == "Next answer"));
+    }
+
+    #[test]
     fn reasoning_is_one_dim_line_until_shown() {
         let now = Instant::now();
         let theme = Theme::default();
@@ -566,6 +632,9 @@ mod tests {
         let collapsed = transcript.lines(60, theme, ViewOptions::default(), now);
         assert_eq!(text(&collapsed), ["thinking: first idea (+1 lines, Ctrl-T shows)"]);
         assert!(collapsed[0].style.add_modifier.contains(ratatui::style::Modifier::DIM));
+        transcript.set_key_names(KeyNames { show_thinking: "F2".into(), ..KeyNames::default() });
+        let renamed = transcript.lines(60, theme, ViewOptions::default(), now);
+        assert_eq!(text(&renamed), ["thinking: first idea (+1 lines, F2 shows)"]);
         let shown = ViewOptions { expand_tools: false, show_thinking: true };
         assert_eq!(
             text(&transcript.lines(60, theme, shown, now)),

@@ -11,6 +11,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use rein_protocol::method::SessionSummary;
 use serde_json::Value;
 use std::time::Instant;
 use unicode_width::UnicodeWidthStr;
@@ -81,7 +82,11 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, now: Instant) {
     );
     let rule_char = if theme.unicode { "─" } else { "-" };
     let rule_text = if scroll > 0 {
-        format!("{} {scroll} lines below (PageDown) ", rule_char.repeat(2))
+        format!(
+            "{} {scroll} lines below ({}) ",
+            rule_char.repeat(2),
+            app.keys.first(KeyAction::ScrollDown)
+        )
     } else {
         String::new()
     };
@@ -282,9 +287,28 @@ fn picker_height(picker: &Picker, body: Rect) -> u16 {
     rows.min(body.height * 2 / 3).max(4).min(body.height)
 }
 
+/// How many leading characters of the ids tell the listed sessions apart (at least 8). Ids
+/// begin with their creation time, so sessions made within a minute share 8 or more.
+fn distinguishing_width(sessions: &[SessionSummary]) -> usize {
+    let longest = sessions.iter().map(|s| s.session_id.len()).max().unwrap_or(0);
+    let mut width = 8;
+    while width < longest {
+        let mut prefixes: Vec<&str> =
+            sessions.iter().map(|s| s.session_id.get(..width).unwrap_or(&s.session_id)).collect();
+        prefixes.sort_unstable();
+        prefixes.dedup();
+        if prefixes.len() == sessions.len() {
+            break;
+        }
+        width += 1;
+    }
+    width
+}
+
 fn picker_dialog(frame: &mut Frame<'_>, body: Rect, picker: &Picker, height: u16, app: &App) {
     let theme = app.theme;
     let inner = body.width.saturating_sub(4) as usize;
+    let id_width = distinguishing_width(&picker.sessions);
     let mut lines: Vec<Line<'static>> = picker
         .sessions
         .iter()
@@ -293,7 +317,7 @@ fn picker_dialog(frame: &mut Frame<'_>, body: Rect, picker: &Picker, height: u16
             let title =
                 session.name.clone().or_else(|| session.first_prompt.clone()).unwrap_or_default();
             let when = session.updated.get(..16).unwrap_or(&session.updated).replace('T', " ");
-            let id = session.session_id.get(..8).unwrap_or(&session.session_id);
+            let id = session.session_id.get(..id_width).unwrap_or(&session.session_id);
             let text = fit_width(&format!("{id}  {when}  {title}"), inner);
             let style = if at == picker.selected {
                 theme.style(Role::Status)
@@ -533,7 +557,16 @@ y allow once · a allow for the session · n deny · r deny wit";
             details: None,
         };
         app.transcript.tool_end(ended, start);
-        let (shown, buffer) = screen(&app, start, (40, 10));
+        app.transcript.tool_start("c2", "bash", &json!({"command": "false"}), start);
+        let failed = crate::tui::transcript::Ended {
+            id: "c2",
+            name: "bash",
+            output: "",
+            is_error: true,
+            details: Some(&json!({"exitCode": 1})),
+        };
+        app.transcript.tool_end(failed, start);
+        let (shown, buffer) = screen(&app, start, (40, 12));
         let row = shown
             .lines()
             .position(|line| line.contains("+new"))
@@ -545,9 +578,14 @@ y allow once · a allow for the session · n deny · r deny wit";
         let top = shown.lines().position(|line| line.starts_with('✓')).unwrap_or_default();
         let check = buffer.cell((0, top as u16)).map(|cell| cell.fg);
         assert_eq!(check, Some(ratatui::style::Color::Green), "{shown}");
+        // A failure is another colour: red.
+        let bottom = shown.lines().position(|line| line.starts_with("✗ bash false"));
+        let bottom = bottom.unwrap_or_else(|| panic!("{shown}"));
+        let cross = buffer.cell((0, bottom as u16)).map(|cell| cell.fg);
+        assert_eq!(cross, Some(ratatui::style::Color::Red), "{shown}");
 
         app.theme = Theme { color: false, unicode: false };
-        let (ascii, buffer) = screen(&app, start, (40, 10));
+        let (ascii, buffer) = screen(&app, start, (40, 12));
         assert!(ascii.contains("\n+ write n.txt  (+1 -0)\n"), "{ascii}");
         assert!(
             buffer
@@ -588,6 +626,71 @@ y allow once · a allow for the session · n deny · r deny wit";
         app.theme = Theme { color: false, unicode: true };
         let (_, plain) = screen(&app, start, (50, 12));
         assert!(plain.content.iter().all(|cell| cell.fg == Color::Reset));
+    }
+
+    /// On 80x24 a long change still leaves the question, its keys, the status line, the input
+    /// and some of the transcript on screen.
+    #[test]
+    fn a_big_change_waiting_for_approval_fits_80x24() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let start = Instant::now();
+        let theme = Theme { color: false, unicode: true };
+        let mut app = App::new(&state(dir.path()), theme, Vec::new(), start);
+        app.apply(&envelope(1, SessionEvent::AgentStart { run_id: "r".into() }), start);
+        let user = Message::User(UserMessage::text("write the module", 0));
+        app.apply(&envelope(2, SessionEvent::MessageStart { message: user }), start);
+        app.apply(&envelope(3, text("Writing `big.rs` with every case spelled out.")), start);
+        let content: String = (1..=60).map(|n| format!("const C{n}: u32 = {n};\n")).collect();
+        let ask = SessionEvent::ApprovalRequested {
+            request_id: "ap".into(),
+            tool_call_id: "c".into(),
+            tool_name: "write".into(),
+            arguments: json!({"path": "big.rs", "content": content}),
+            reason: "write always asks under the ask policy".into(),
+        };
+        app.apply(&envelope(4, ask), start);
+        let (shown, _) = screen(&app, start + Duration::from_secs(2), (80, 24));
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(lines.len(), 24, "{shown}");
+        assert!(lines.iter().any(|l| l.contains("Writing big.rs with every case")), "{shown}");
+        assert!(lines.iter().any(|l| l.contains("write big.rs (+60 -0)?")), "{shown}");
+        assert!(lines.iter().any(|l| l.contains("more lines")), "{shown}");
+        assert!(
+            lines.iter().any(|l| l.contains(
+                "[y] allow once  [a] allow for the session  [n] deny  [r] deny with a reason"
+            )),
+            "{shown}"
+        );
+        assert!(lines[20].starts_with(" waiting for approval 2.0 s · "), "{shown}");
+        assert_eq!(lines[22], "›", "{shown}");
+        assert!(lines[23].starts_with("y allow once · a allow for the session"), "{shown}");
+    }
+
+    #[test]
+    fn the_picker_shows_as_much_of_each_id_as_tells_them_apart() {
+        let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+        let start = Instant::now();
+        let theme = Theme { color: false, unicode: true };
+        let mut app = App::new(&state(dir.path()), theme, Vec::new(), start);
+        let summary = |id: &str, prompt: &str| {
+            let value = json!({
+                "session_id": id, "cwd": "/p", "first_prompt": prompt, "entry_count": 2,
+                "size_bytes": 10, "created": "2026-12-01T20:00:00Z",
+                "updated": "2026-12-01T20:01:00Z", "path": "/p/s.jsonl"
+            });
+            serde_json::from_value::<SessionSummary>(value).unwrap_or_else(|e| panic!("{e}"))
+        };
+        // Made in the same minute: the first 13 characters are the same.
+        let sessions = vec![
+            summary("01a234db-ff2b-7066-bcd4-5be0e29f710b", "the fork"),
+            summary("01a234db-ff2b-70a1-8c3e-1d2f3a4b5c6d", "the original"),
+        ];
+        app.picker = Some(crate::tui::app::Picker { sessions, selected: 0 });
+        let (shown, _) = screen(&app, start, (80, 12));
+        assert!(shown.contains("│01a234db-ff2b-706  2026-12-01 20:01  the fork"), "{shown}");
+        assert!(shown.contains("│01a234db-ff2b-70a  2026-12-01 20:01  the original"), "{shown}");
+        let one = vec![summary("01a234db-ff2b-7066-bcd4-5be0e29f710b", "alone")];
+        assert_eq!(distinguishing_width(&one), 8);
     }
 
     #[test]

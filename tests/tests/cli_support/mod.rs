@@ -156,12 +156,23 @@ pub(crate) const EXPECT_TIMEOUT: std::time::Duration = std::time::Duration::from
 impl Pty {
     /// Starts `rein ARGS` on a pseudo-terminal in the project directory.
     pub(crate) fn spawn(env: &CliEnv, args: &[&str]) -> Self {
+        Self::spawn_line(env, args, "")
+    }
+
+    /// Starts `rein ARGS | cat` on a pseudo-terminal: keys come from a terminal, output goes
+    /// to a pipe, so `rein` runs its line-mode client with the line editor's keys (Ctrl-C).
+    pub(crate) fn spawn_piped(env: &CliEnv, args: &[&str]) -> Self {
+        Self::spawn_line(env, args, " | cat")
+    }
+
+    fn spawn_line(env: &CliEnv, args: &[&str], tail: &str) -> Self {
         let rein = env.rein();
         let mut line = shell_quote(&rein.get_program().to_string_lossy());
         for arg in args {
             line.push(' ');
             line.push_str(&shell_quote(arg));
         }
+        line.push_str(tail);
         let mut command = Command::new("script");
         command.args(["-q", "-f", "-e", "-c", &line, "/dev/null"]);
         for (key, value) in rein.get_envs() {
@@ -225,6 +236,11 @@ impl Pty {
             }
             std::thread::sleep(std::time::Duration::from_millis(20));
         }
+    }
+
+    /// The process id (of `script` for [`Pty::spawn`], of `rein` for [`Pty::attach`]).
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Everything printed so far.
