@@ -1,46 +1,33 @@
-//! Parsing the lines of a large file on several threads while handing them on in file order.
+//! Parsing the lines of a large file on several threads while taking them in file order.
 //!
 //! Opening a 100,000-entry session is mostly JSON parsing, which does not depend on earlier
-//! lines. One thread reads batches of whole lines, each of the parser threads takes every
-//! n-th batch, and the caller's thread takes the parsed batches back in the order they were
-//! read (batch `i` always comes from parser `i % n`, so no reordering is needed). Channels
-//! hold one batch each, so the memory in use beyond what the caller keeps is a few batches,
+//! lines. The calling thread reads batches of whole lines and deals them to the parser
+//! threads in turn (batch `i` to parser `i % n`), then takes the parsed batches back in the
+//! same turn, so they come back in file order without being sorted. At most two batches per
+//! parser are in flight, so the memory in use beyond what the caller keeps is a few batches,
 //! whatever the size of the file.
 
-use std::io::BufRead;
+use std::io::Read;
 use std::num::NonZeroUsize;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
-/// Whole lines read together, each with its newline (the file's last line may lack one).
-struct Batch {
-    bytes: Vec<u8>,
-    /// Where each line ends in `bytes`.
-    ends: Vec<usize>,
-}
-
-impl Batch {
-    fn with_capacity(bytes: usize) -> Self {
-        Self { bytes: Vec::with_capacity(bytes), ends: Vec::new() }
-    }
-
-    fn lines(&self) -> impl Iterator<Item = &[u8]> {
-        let starts = std::iter::once(0).chain(self.ends.iter().copied());
-        starts.zip(self.ends.iter().copied()).map(|(start, end)| &self.bytes[start..end])
-    }
-}
+/// Batches handed to each parser before the oldest result must be taken back: one being
+/// parsed and one waiting, so a parser never waits for the reader between two batches.
+const IN_FLIGHT_PER_PARSER: usize = 2;
 
 /// Reads `reader` to its end, parses every line (newline included) with `parse` on `parsers`
 /// threads, and gives each line with what `parse` made of it to `take`, in file order, on the
-/// calling thread. Batches are about `batch_bytes` long. Returns the number of bytes read.
+/// calling thread. Batches are about `batch_bytes` long (a longer line makes a batch of its
+/// own). Returns the number of bytes read.
 pub(crate) fn parse_in_order<R, T, P, F>(
-    reader: R,
+    mut reader: R,
     parsers: NonZeroUsize,
     batch_bytes: usize,
     parse: P,
     mut take: F,
 ) -> std::io::Result<u64>
 where
-    R: BufRead + Send,
+    R: Read,
     T: Send,
     P: Fn(&[u8]) -> T + Sync,
     F: FnMut(&[u8], T),
@@ -49,8 +36,8 @@ where
         let mut to_parsers = Vec::with_capacity(parsers.get());
         let mut from_parsers = Vec::with_capacity(parsers.get());
         for index in 0..parsers.get() {
-            let (batches, inbox) = sync_channel::<Batch>(1);
-            let (results, outbox) = sync_channel::<(Batch, Vec<T>)>(1);
+            let (batches, inbox) = sync_channel::<Vec<u8>>(IN_FLIGHT_PER_PARSER);
+            let (results, outbox) = sync_channel::<(Vec<u8>, Vec<T>)>(IN_FLIGHT_PER_PARSER);
             let parse = &parse;
             std::thread::Builder::new()
                 .name(format!("session-parse-{index}"))
@@ -58,54 +45,75 @@ where
             to_parsers.push(batches);
             from_parsers.push(outbox);
         }
-        let reading = std::thread::Builder::new()
-            .name("session-read".into())
-            .spawn_scoped(scope, move || read_batches(reader, &to_parsers, batch_bytes))?;
-        let mut read = 0_u64;
-        for outbox in from_parsers.iter().cycle() {
-            let Ok((batch, parsed)) = outbox.recv() else { break };
-            read += batch.bytes.len() as u64;
-            for (line, value) in batch.lines().zip(parsed) {
+        let limit = IN_FLIGHT_PER_PARSER * parsers.get();
+        let (mut sent, mut taken, mut read) = (0, 0, 0_u64);
+        let mut take_next = |taken: &mut usize| {
+            // A parser only stops early by panicking, which the scope then passes on.
+            let Ok((batch, parsed)) = from_parsers[*taken % from_parsers.len()].recv() else {
+                return false;
+            };
+            *taken += 1;
+            read += batch.len() as u64;
+            for (line, value) in lines(&batch).zip(parsed) {
                 take(line, value);
             }
+            true
+        };
+        let mut rest = Vec::new();
+        while let Some(batch) = next_batch(&mut reader, &mut rest, batch_bytes)? {
+            if sent - taken == limit && !take_next(&mut taken) {
+                break;
+            }
+            if to_parsers[sent % to_parsers.len()].send(batch).is_err() {
+                break;
+            }
+            sent += 1;
         }
-        match reading.join() {
-            Ok(result) => result.map(|()| read),
-            Err(panic) => std::panic::resume_unwind(panic),
-        }
+        drop(to_parsers);
+        while taken < sent && take_next(&mut taken) {}
+        Ok(read)
     })
 }
 
-/// The reading thread: batches of whole lines, dealt to the parsers in turn. Ends (closing
-/// every parser's inbox) at the end of the input or on a read error.
-fn read_batches(
-    mut reader: impl BufRead,
-    parsers: &[SyncSender<Batch>],
+/// The next batch of whole lines: what is left over from the last read, then about
+/// `batch_bytes` more, cut after the last newline (the rest is kept in `rest` for the next
+/// batch). At the end of the input the batch ends with whatever is there. `None` once
+/// everything was handed out.
+fn next_batch(
+    reader: &mut impl Read,
+    rest: &mut Vec<u8>,
     batch_bytes: usize,
-) -> std::io::Result<()> {
-    for parser in parsers.iter().cycle() {
-        let mut batch = Batch::with_capacity(batch_bytes);
-        while batch.bytes.len() < batch_bytes {
-            if reader.read_until(b'\n', &mut batch.bytes)? == 0 {
-                break;
-            }
-            batch.ends.push(batch.bytes.len());
+) -> std::io::Result<Option<Vec<u8>>> {
+    let mut batch = std::mem::take(rest);
+    batch.reserve(batch_bytes);
+    loop {
+        let want = batch_bytes.saturating_sub(batch.len()).max(4096);
+        let got = reader.by_ref().take(want as u64).read_to_end(&mut batch)?;
+        if got < want {
+            // The end of the input.
+            return Ok((!batch.is_empty()).then_some(batch));
         }
-        if batch.ends.is_empty() || parser.send(batch).is_err() {
-            break;
+        if let Some(last_newline) = batch.iter().rposition(|&byte| byte == b'\n') {
+            *rest = batch.split_off(last_newline + 1);
+            return Ok(Some(batch));
         }
+        // One line longer than a batch: read on until it ends.
     }
-    Ok(())
+}
+
+/// The lines of a batch, each with its newline (the file's last line may lack one).
+fn lines(batch: &[u8]) -> impl Iterator<Item = &[u8]> {
+    batch.split_inclusive(|&byte| byte == b'\n')
 }
 
 /// A parser thread: parses each batch it is given and passes it on with its results.
 fn parse_batches<T>(
-    inbox: &Receiver<Batch>,
-    results: &SyncSender<(Batch, Vec<T>)>,
+    inbox: &Receiver<Vec<u8>>,
+    results: &SyncSender<(Vec<u8>, Vec<T>)>,
     parse: &impl Fn(&[u8]) -> T,
 ) {
     while let Ok(batch) = inbox.recv() {
-        let parsed = batch.lines().map(parse).collect();
+        let parsed = lines(&batch).map(parse).collect();
         if results.send((batch, parsed)).is_err() {
             return;
         }
@@ -163,9 +171,8 @@ mod tests {
                 Err(std::io::Error::other("disk gone"))
             }
         }
-        let reader = std::io::BufReader::new(Failing);
         let result =
-            parse_in_order(reader, NonZeroUsize::MIN, 64, <[u8]>::len, |_: &[u8], _: usize| {});
+            parse_in_order(Failing, NonZeroUsize::MIN, 64, <[u8]>::len, |_: &[u8], _: usize| {});
         assert_eq!(result.unwrap_err().to_string(), "disk gone");
     }
 }

@@ -62,7 +62,7 @@ pub fn parse_file(path: &Path, bytes: &[u8]) -> Result<ParsedFile, SessionError>
 /// on every core (see [`ordered_lines`]); the result is the same either way.
 fn read_entries(
     path: &Path,
-    reader: impl BufRead + Send,
+    reader: impl BufRead,
     lines: usize,
 ) -> Result<(ParsedFile, u64), SessionError> {
     let parsers = std::thread::available_parallelism().map_or(1, NonZeroUsize::get).min(4);
@@ -74,7 +74,7 @@ fn read_entries(
 /// the calling thread.
 fn read_entries_with(
     path: &Path,
-    mut reader: impl BufRead + Send,
+    mut reader: impl BufRead,
     lines: usize,
     parsers: Option<NonZeroUsize>,
 ) -> Result<(ParsedFile, u64), SessionError> {
@@ -133,7 +133,7 @@ fn read_entries_with(
 const PARALLEL_FROM_LINES: usize = 2_000;
 
 /// About how many bytes of lines a parser thread is given at a time.
-const PARSE_BATCH_BYTES: usize = 32 * 1024;
+const PARSE_BATCH_BYTES: usize = 64 * 1024;
 
 /// An entry line (newline included) read as an entry; `None` for a blank line or one that
 /// does not parse.
