@@ -6,7 +6,7 @@
 //! as with it loaded: here freed pages are purged after about a second, by jemalloc's own
 //! background threads (never on a request's path).
 
-use tikv_jemalloc_ctl::{Access, AsName, arenas, background_thread};
+use tikv_jemalloc_ctl::{Access, AsName, arenas, background_thread, max_background_threads};
 
 /// The allocator of `reind`.
 #[global_allocator]
@@ -23,6 +23,11 @@ const MUZZY_DECAY_MS: isize = 0;
 /// Starts the purging threads and sets the decay times, for the arenas made later and for
 /// those already in use. Failures are logged and leave jemalloc's defaults in place.
 pub(crate) fn start_purging() {
+    // One purging thread is plenty for a daemon that frees in bursts (sessions closing); the
+    // default of one per CPU costs a thread start each on the way up.
+    if let Err(error) = max_background_threads::write(1) {
+        tracing::debug!(%error, "cannot limit the allocator's purging threads");
+    }
     if let Err(error) = background_thread::write(true) {
         tracing::warn!(%error, "cannot start the allocator's purging threads");
     }

@@ -97,10 +97,34 @@ pub fn make_private(home: &Path) -> Result<Vec<PathBuf>, HomeError> {
     Ok(changed)
 }
 
+/// Takes group and other permissions away from `home` itself, not from what it holds: done
+/// before the daemon writes there, so that nobody else can look inside while
+/// [`make_private`] walks the rest beside the first requests. True when it changed.
+pub fn close_home(home: &Path) -> Result<bool, HomeError> {
+    let home = home.canonicalize().map_err(io_error("resolve", home))?;
+    let mut changed = Vec::new();
+    restrict(&home, &mut changed)?;
+    Ok(!changed.is_empty())
+}
+
 fn tighten(path: &Path, changed: &mut Vec<PathBuf>) -> Result<(), HomeError> {
+    let Some(metadata) = restrict(path, changed)? else { return Ok(()) };
+    if metadata.is_dir() {
+        for entry in fs::read_dir(path).map_err(io_error("list", path))? {
+            let entry = entry.map_err(io_error("list", path))?;
+            tighten(&entry.path(), changed)?;
+        }
+    }
+    Ok(())
+}
+
+/// Takes group and other permissions away from one directory or regular file (recording it
+/// in `changed` when that changed anything). Returns its metadata; `None` for anything else
+/// (a symlink, a socket), which is left alone.
+fn restrict(path: &Path, changed: &mut Vec<PathBuf>) -> Result<Option<fs::Metadata>, HomeError> {
     let metadata = fs::symlink_metadata(path).map_err(io_error("inspect", path))?;
     if !metadata.is_dir() && !metadata.is_file() {
-        return Ok(());
+        return Ok(None);
     }
     let mode = metadata.mode() & 0o7777;
     // Only ever take the group's and others' permissions away: a file the user made 0400
@@ -112,13 +136,7 @@ fn tighten(path: &Path, changed: &mut Vec<PathBuf>) -> Result<(), HomeError> {
             .map_err(io_error("restrict permissions of", path))?;
         changed.push(path.to_path_buf());
     }
-    if metadata.is_dir() {
-        for entry in fs::read_dir(path).map_err(io_error("list", path))? {
-            let entry = entry.map_err(io_error("list", path))?;
-            tighten(&entry.path(), changed)?;
-        }
-    }
-    Ok(())
+    Ok(Some(metadata))
 }
 
 #[cfg(test)]
@@ -127,6 +145,21 @@ mod tests {
 
     fn mode(path: &Path) -> u32 {
         fs::symlink_metadata(path).unwrap().mode() & 0o7777
+    }
+
+    /// Closing the home changes the home only: what it holds is left to the walk.
+    #[test]
+    fn closing_the_home_restricts_it_and_nothing_inside() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        fs::create_dir(&home).unwrap();
+        fs::write(home.join("config.toml"), "").unwrap();
+        fs::set_permissions(&home, fs::Permissions::from_mode(0o755)).unwrap();
+        fs::set_permissions(home.join("config.toml"), fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(close_home(&home).unwrap());
+        assert_eq!(mode(&home), 0o700);
+        assert_eq!(mode(&home.join("config.toml")), 0o644);
+        assert!(!close_home(&home).unwrap(), "a second call changed something");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use crate::path_io::PathIoError;
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, Write};
-use std::os::unix::fs::DirBuilderExt;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// The home lock's path: `$REIN_HOME/run/reind.lock`.
@@ -76,6 +76,7 @@ pub fn acquire(home: &Path, socket_wanted: &Path) -> Result<HomeLock, HomeLockEr
         .write(true)
         .create(true)
         .truncate(false)
+        .mode(0o600)
         .open(&path)
         .map_err(io("open", &path))?;
     match file.try_lock() {

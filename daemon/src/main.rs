@@ -104,6 +104,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         home::check_run_dir(run_dir)?;
     }
     home::create_private_dir(&home)?;
+    let home_was_open = home::close_home(&home)?;
     // Before anything else is written under the home (the log included).
     let _home_lock = match home_lock::acquire(&home, &socket) {
         Ok(lock) => lock,
@@ -116,11 +117,14 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     let _guard = logging::init(&home.join("logs"), !args.detached)
         .context("cannot open the log directory")?;
     raise_open_file_limit();
+    if home_was_open {
+        tracing::warn!(path = %home.display(), "was readable by others; made private");
+    }
+    warm_up(&home);
     tracing::debug!(keys = ?secrets, "provider keys held in memory only");
     let lookup = secrets.clone();
     // Keys come from the environment the daemon started with, then from `auth.toml`.
     let keys = KeyStore::with_environment(&home, Arc::new(move |name: &str| lookup.get(name)));
-    allocator::start_purging();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
     let (registry, local_server) =
         runtime.block_on(first_run::build_registry(&config.providers_config(), &keys))?;
@@ -140,11 +144,20 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         tracing::warn!(%error, fd, "cannot tell the launcher that the socket listens");
     }
-    warm_tool_schemas(&home);
+    // Not needed before the first session closes: started once the starter can connect.
+    allocator::start_purging();
     // Everything under REIN_HOME is the user's alone, the files made before this start too.
-    for path in home::make_private(&home)? {
-        tracing::warn!(path = %path.display(), "was readable by others; made private");
-    }
+    // The walk grows with the number of session files, so it runs beside the first requests
+    // instead of ahead of them (what this daemon writes is made private as it is written).
+    let walked = home.clone();
+    drop(runtime.spawn_blocking(move || match home::make_private(&walked) {
+        Ok(changed) => {
+            for path in changed {
+                tracing::warn!(path = %path.display(), "was readable by others; made private");
+            }
+        }
+        Err(error) => tracing::error!(%error, "cannot make REIN_HOME private"),
+    }));
     reap_tool_groups(&home);
     let options = DaemonOptions {
         home,
@@ -193,19 +206,24 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Compiles the built-in tools' parameter schemas on a spare thread while the daemon starts
-/// serving, so the first `session/create` finds them compiled (they are shared by every tool
-/// set of the process, see `rein_agent::ToolSet`) instead of compiling them on the first
-/// prompt's path.
-fn warm_tool_schemas(home: &std::path::Path) {
+/// Does on a spare thread, while the main thread sets the daemon up (the starter waits, so a
+/// core is idle), the one-time work the first prompt would otherwise do on its path (issue
+/// 18): the built-in tools' parameter schemas (shared by every tool set of the process, see
+/// `rein_agent::ToolSet`), and the CPU feature probes that byte searches and hashing make on
+/// first use (each `cpuid` costs microseconds under a hypervisor).
+fn warm_up(home: &std::path::Path) {
     let context = rein_coding::ToolContext::new(home, rein_coding::FileLocks::default(), home);
-    let warmed = std::thread::Builder::new().name("schema-warmup".into()).spawn(move || {
+    let home = home.to_path_buf();
+    let warmed = std::thread::Builder::new().name("warm-up".into()).spawn(move || {
+        #[cfg(target_arch = "x86_64")]
+        let _ = std::arch::is_x86_feature_detected!("avx2");
+        let _ = rein_session::paths::project_dir_name(&home.to_string_lossy());
         if let Err(error) = rein_agent::toolset::ToolSet::new(rein_coding::coding_tools(context)) {
             tracing::warn!(%error, "the built-in tools' schemas do not compile");
         }
     });
     if let Err(error) = warmed {
-        tracing::debug!(%error, "no thread to compile the tool schemas ahead of time");
+        tracing::debug!(%error, "no thread to warm up on");
     }
 }
 

@@ -21,14 +21,15 @@
 //! It is a crate of its own, not part of `rein-protocol`, because it is process handling (it
 //! spawns, waits and reaps, and needs `nix`), not a type that crosses the socket.
 
+use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::os::fd::{AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// `reind` flag: run the daemon in this process instead of starting a detached one.
 pub const FOREGROUND_FLAG: &str = "--foreground";
@@ -82,21 +83,25 @@ impl ReadyPipe {
     pub fn wait(self, timeout: Duration) -> Readiness {
         let Self { reader, writer } = self;
         drop(writer);
-        let (sender, receiver) = std::sync::mpsc::channel();
-        // A blocking read has no timeout of its own; the thread ends with the pipe or with
-        // this process.
-        std::thread::spawn(move || {
+        // Polled on this thread, so the starter runs on as soon as the byte arrives.
+        let deadline = Instant::now() + timeout;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let wait = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
+            let mut fds = [PollFd::new(reader.as_fd(), PollFlags::POLLIN)];
+            match poll(&mut fds, wait) {
+                Ok(0) if left.is_zero() => return Readiness::TimedOut,
+                Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
+                Ok(_) => {}
+                Err(_) => return Readiness::Gone,
+            }
             let mut byte = [0_u8; 1];
-            let outcome = loop {
-                match (&reader).read(&mut byte) {
-                    Ok(1) => break Readiness::Listening,
-                    Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-                    _ => break Readiness::Gone,
-                }
-            };
-            let _ = sender.send(outcome);
-        });
-        receiver.recv_timeout(timeout).unwrap_or(Readiness::TimedOut)
+            match (&reader).read(&mut byte) {
+                Ok(1) => return Readiness::Listening,
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+                _ => return Readiness::Gone,
+            }
+        }
     }
 }
 

@@ -12,7 +12,7 @@ use interprocess::local_socket::traits::tokio::Listener as _;
 use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, Write};
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Failures to bind the daemon socket.
@@ -67,6 +67,7 @@ pub fn bind(socket: &Path) -> Result<BoundSocket, BindError> {
         .write(true)
         .create(true)
         .truncate(false)
+        .mode(0o600)
         .open(&lock_file)
         .map_err(io_error("open lock file", &lock_file))?;
     if let Err(error) = lock.try_lock() {
