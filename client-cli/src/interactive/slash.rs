@@ -363,9 +363,20 @@ fn expand(outcomes: &[ToolOutcome], n: Option<usize>) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
+
+    /// A listed session with this id and first prompt, made at 20:00 and last changed at
+    /// 20:01 on 2026-12-01.
+    pub(crate) fn summary(id: &str, prompt: &str) -> SessionSummary {
+        let value = json!({
+            "session_id": id, "cwd": "/p", "first_prompt": prompt, "entry_count": 2,
+            "size_bytes": 10, "created": "2026-12-01T20:00:00Z",
+            "updated": "2026-12-01T20:01:00Z", "path": "/p/s.jsonl"
+        });
+        serde_json::from_value::<SessionSummary>(value).unwrap_or_else(|e| panic!("{e}"))
+    }
 
     #[test]
     fn expand_shows_the_full_output_of_a_tool_call() {
@@ -391,14 +402,6 @@ mod tests {
 
     #[test]
     fn the_resume_list_numbers_the_sessions() {
-        let summary = |id: &str, prompt: &str| {
-            let value = json!({
-                "session_id": id, "cwd": "/p", "first_prompt": prompt, "entry_count": 2,
-                "size_bytes": 10, "created": "2026-12-01T20:00:00Z",
-                "updated": "2026-12-01T20:01:00Z", "path": "/p/s.jsonl"
-            });
-            serde_json::from_value::<SessionSummary>(value).unwrap_or_else(|e| panic!("{e}"))
-        };
         let text = session_list(&[summary("s-1", "fix the parser\nand more"), summary("s-2", "x")]);
         assert_eq!(
             text,

@@ -672,14 +672,7 @@ y allow once · a allow for the session · n deny · r deny wit";
         let start = Instant::now();
         let theme = Theme { color: false, unicode: true };
         let mut app = App::new(&state(dir.path()), theme, Vec::new(), start);
-        let summary = |id: &str, prompt: &str| {
-            let value = json!({
-                "session_id": id, "cwd": "/p", "first_prompt": prompt, "entry_count": 2,
-                "size_bytes": 10, "created": "2026-12-01T20:00:00Z",
-                "updated": "2026-12-01T20:01:00Z", "path": "/p/s.jsonl"
-            });
-            serde_json::from_value::<SessionSummary>(value).unwrap_or_else(|e| panic!("{e}"))
-        };
+        let summary = crate::interactive::slash::tests::summary;
         // Made in the same minute: the first 13 characters are the same.
         let sessions = vec![
             summary("01a234db-ff2b-7066-bcd4-5be0e29f710b", "the fork"),
