@@ -22,6 +22,10 @@ use std::time::Duration;
 
 mod allocator;
 
+/// Logged once the walk of `REIN_HOME` that takes group and other permissions away is done:
+/// from then on the daemon changes no permission it did not create.
+const HOME_PRIVATE: &str = "REIN_HOME is private";
+
 /// The rein daemon: owns sessions and serves them over a local socket.
 #[derive(Debug, Parser)]
 #[command(name = "reind", version, about)]
@@ -152,9 +156,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     let walked = home.clone();
     drop(runtime.spawn_blocking(move || match home::make_private(&walked) {
         Ok(changed) => {
-            for path in changed {
+            for path in &changed {
                 tracing::warn!(path = %path.display(), "was readable by others; made private");
             }
+            tracing::info!(changed = changed.len(), "{HOME_PRIVATE}");
         }
         Err(error) => tracing::error!(%error, "cannot make REIN_HOME private"),
     }));

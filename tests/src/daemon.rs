@@ -212,6 +212,20 @@ impl DaemonFixture {
         panic!("reind did not answer on {} in time", self.socket.display());
     }
 
+    /// Waits until the daemon's log holds a line containing `needle` (the log is written
+    /// off the daemon's request path, so a line may land a moment after what it reports).
+    pub fn wait_for_log(&self, needle: &str) {
+        let log = self.home().join("logs").join("reind.log");
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        while Instant::now() < deadline {
+            if std::fs::read_to_string(&log).is_ok_and(|text| text.contains(needle)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        panic!("no line with {needle:?} in {} in time", log.display());
+    }
+
     /// Kills the daemon with SIGKILL (leaving its socket file behind) and reaps it.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {
