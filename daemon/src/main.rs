@@ -148,20 +148,24 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         tracing::warn!(%error, fd, "cannot tell the launcher that the socket listens");
     }
-    // Not needed before the first session closes: started once the starter can connect.
-    allocator::start_purging();
-    // Everything under REIN_HOME is the user's alone, the files made before this start too.
-    // The walk grows with the number of session files, so it runs beside the first requests
-    // instead of ahead of them (what this daemon writes is made private as it is written).
+    // Two jobs run beside the first requests, on one spare thread, instead of ahead of them:
+    // - the allocator's purging thread, not needed before the first session closes (starting
+    //   it took about 0.3 ms between listening and serving);
+    // - the walk that makes everything under REIN_HOME the user's alone, the files made before
+    //   this start too. It grows with the number of session files (what this daemon writes is
+    //   made private as it is written).
     let walked = home.clone();
-    drop(runtime.spawn_blocking(move || match home::make_private(&walked) {
-        Ok(changed) => {
-            for path in &changed {
-                tracing::warn!(path = %path.display(), "was readable by others; made private");
+    drop(runtime.spawn_blocking(move || {
+        allocator::start_purging();
+        match home::make_private(&walked) {
+            Ok(changed) => {
+                for path in &changed {
+                    tracing::warn!(path = %path.display(), "was readable by others; made private");
+                }
+                tracing::info!(changed = changed.len(), "{HOME_PRIVATE}");
             }
-            tracing::info!(changed = changed.len(), "{HOME_PRIVATE}");
+            Err(error) => tracing::error!(%error, "cannot make REIN_HOME private"),
         }
-        Err(error) => tracing::error!(%error, "cannot make REIN_HOME private"),
     }));
     reap_tool_groups(&home);
     let options = DaemonOptions {
