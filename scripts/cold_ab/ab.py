@@ -1,16 +1,21 @@
 """Cold and warm one-shot `rein run`, interleaved across builds, for comparing builds under
 the same load (docs/benchmarks.md, "Cost per turn as history grows", cold start).
 
-    python3 scripts/cold_ab/ab.py N DIR [DIR...]
+    python3 scripts/cold_ab/ab.py [--kept-home] N DIR [DIR...]
 
 Each DIR holds a `rein` and a `reind` (copies of target/release). For each of N rounds and
-each DIR: a fresh REIN_HOME, one cold `rein run --approve yolo "say ok"` (no daemon: `rein`
+each DIR: a REIN_HOME, one cold `rein run --approve yolo "say ok"` (no daemon: `rein`
 starts it), two untimed runs, one timed warm run on the daemon the cold run started, then
-`rein daemon stop`. The provider is fake_provider.py (one streamed "ok" per request) on
+`rein daemon stop`. The home is a fresh one each round (a first run ever: the daemon also
+makes its directories), or with --kept-home one per DIR kept across rounds (a daemon that is
+not running, after a reboot or an upgrade, on a home that already holds sessions). The provider is fake_provider.py (one streamed "ok" per request) on
 127.0.0.1. Timing is perf_counter around the child process.
 """
 import os, subprocess, sys, tempfile, time, statistics, shutil
-N = int(sys.argv[1]); builds = sys.argv[2:]
+args = sys.argv[1:]
+kept = "--kept-home" in args
+args = [a for a in args if a != "--kept-home"]
+N = int(args[0]); builds = args[1:]
 here = os.path.dirname(os.path.abspath(__file__))
 fake = subprocess.Popen([sys.executable, os.path.join(here, "fake_provider.py")],
                         stdout=subprocess.PIPE, text=True)
@@ -25,12 +30,19 @@ def run(env, rein):
     if r.returncode != 0:
         print("failed", r.stderr[-300:])
     return t
+homes = {}
+def home_for(b):
+    if kept and b in homes:
+        return homes[b]
+    home = tempfile.mkdtemp()
+    open(f"{home}/config.toml", "w").write(
+        f'model = "fake/test-model"\n[providers.fake]\napi = "openai-chat"\n'
+        f'base_url = "http://127.0.0.1:{port}/v1"\napi_key_env = ""\n')
+    homes[b] = home
+    return home
 for i in range(N):
     for b in builds:
-        home = tempfile.mkdtemp()
-        open(f"{home}/config.toml", "w").write(
-            f'model = "fake/test-model"\n[providers.fake]\napi = "openai-chat"\n'
-            f'base_url = "http://127.0.0.1:{port}/v1"\napi_key_env = ""\n')
+        home = home_for(b)
         env = dict(os.environ, REIN_HOME=home, REIN_SOCKET=f"{home}/run/reind.sock",
                    REIN_DAEMON_BIN=os.path.join(b, "reind"), NO_COLOR="1")
         rein = os.path.join(b, "rein")
@@ -38,7 +50,10 @@ for i in range(N):
         run(env, rein); run(env, rein)
         res[(b, "warm")].append(run(env, rein))
         subprocess.run([rein, "daemon", "stop"], env=env, stdout=subprocess.DEVNULL)
-        shutil.rmtree(home, ignore_errors=True)
+        if not kept:
+            shutil.rmtree(home, ignore_errors=True)
+for home in homes.values():
+    shutil.rmtree(home, ignore_errors=True)
 fake.kill()
 for b in builds:
     c = statistics.median(res[(b, "cold")]); w = statistics.median(res[(b, "warm")])
