@@ -53,7 +53,7 @@ use events::EventLog;
 use futures::future::BoxFuture;
 use pending::PendingApprovals;
 use rein_coding::session::{
-    ApprovalGate, CodingEnvironment, CodingError, CodingSession, EventSink,
+    ApprovalGate, CodingEnvironment, CodingError, CodingSession, EventSink, on_a_blocking_thread,
 };
 use rein_protocol::error::ErrorKind;
 use rein_protocol::event::{ClientIdentity, DaemonEvent, EndReason, SessionEvent};
@@ -549,8 +549,7 @@ where
     F: std::future::Future<Output = T>,
     T: Send + 'static,
 {
-    let runtime = tokio::runtime::Handle::current();
-    tokio::task::spawn_blocking(move || runtime.block_on(load()))
+    on_a_blocking_thread(load)
         .await
         .map_err(|error| RpcError::new(ErrorKind::Internal, format!("loading failed: {error}")))
 }

@@ -20,6 +20,7 @@ use rein_protocol::message::Message;
 use rein_protocol::{EntryKind, SessionEntry};
 use rein_session::{Session, SessionError};
 
+use super::blocking::off_the_workers;
 use super::environment::EventSink;
 use super::error::CodingError;
 use super::unsaved::Unsaved;
@@ -257,19 +258,6 @@ impl Journal {
     /// Closes the file (releasing its lock). Returns false when it was already closed.
     pub(crate) fn close(&self) -> bool {
         self.lock().take().is_some()
-    }
-}
-
-/// Runs blocking session-file work (a write and the wait for its fsync, or a file of its
-/// own) on a blocking thread and awaits it.
-pub(crate) async fn off_the_workers<T: Send + 'static>(
-    work: impl FnOnce() -> Result<T, CodingError> + Send + 'static,
-) -> Result<T, CodingError> {
-    match tokio::task::spawn_blocking(work).await {
-        Ok(done) => done,
-        Err(error) if error.is_panic() => std::panic::resume_unwind(error.into_panic()),
-        // The runtime is shutting down: the daemon is going away with the session.
-        Err(_) => Err(CodingError::Closed),
     }
 }
 

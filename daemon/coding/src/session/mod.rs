@@ -58,6 +58,7 @@
 //! from opening: `prompt` fails with `model_not_found` naming what to set, and the state still
 //! shows the model asked for.
 
+mod blocking;
 mod checkpoints;
 mod command_hooks;
 mod context;
@@ -101,6 +102,7 @@ use journal::Journal;
 use model::ModelSlot;
 use pump::EventPump;
 
+pub use blocking::on_a_blocking_thread;
 pub use checkpoints::{CHECKPOINT_ENTRY_TYPE, UNDO_ENTRY_TYPE};
 pub use command_hooks::{HOOK_RUN_ENTRY, MAX_STOP_HOOK_CONTINUATIONS};
 pub use environment::{
@@ -281,7 +283,7 @@ impl CodingSession {
             let env = env.clone();
             let cwd_text = params.cwd.clone();
             let sandbox = params.sandbox;
-            journal::off_the_workers(move || {
+            blocking::off_the_workers(move || {
                 // Read before the file is created, so a broken project file leaves no empty
                 // session.
                 let sources = context_sources(&env, &cwd_text).load();
@@ -329,7 +331,7 @@ impl CodingSession {
             let store = env.store.clone();
             let id = session_id.to_string();
             // Reading, repairing and locking the file is blocking work.
-            journal::off_the_workers(move || Ok(store.open(&id)?)).await?
+            blocking::off_the_workers(move || Ok(store.open(&id)?)).await?
         };
         if !report.actions.is_empty() {
             tracing::info!(
@@ -928,7 +930,7 @@ impl CodingSession {
         }
         // Dropping the file waits for its writer thread to finish.
         let journal = Arc::clone(&self.journal);
-        if let Err(error) = journal::off_the_workers(move || Ok(journal.close())).await {
+        if let Err(error) = blocking::off_the_workers(move || Ok(journal.close())).await {
             tracing::warn!(session = %self.id, %error, "closing the session file");
         }
     }
