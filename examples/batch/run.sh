@@ -2,7 +2,7 @@
 # The worked example of docs/batch.md: runs examples/batch/tasks.jsonl with 3 workers against
 # a private daemon whose providers are scripted fake providers, one per task.
 #
-#   cargo build -p rein-cli -p rein-daemon -p rein-testkit
+#   cargo build --workspace --bins
 #   bash examples/batch/run.sh OUT_DIR
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"

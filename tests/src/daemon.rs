@@ -1,8 +1,8 @@
 //! The daemon fixture: the real `reind` on a temp socket and temp `REIN_HOME`, and the real
 //! `rein` pointed at it.
 //!
-//! The binaries are built on first use (`cargo build -p rein-daemon -p rein-cli`, a no-op when
-//! they are fresh), so `cargo test` always exercises the current code.
+//! The binaries are built on first use (`cargo build --workspace --bins`, a no-op under
+//! `cargo test --workspace`), so the tests always exercise the current code.
 
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -72,7 +72,11 @@ fn build_binaries() -> PathBuf {
     let release = profile_dir.file_name().is_some_and(|name| name == "release");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
-    command.args(["build", "--quiet", "-p", "rein-daemon", "-p", "rein-cli", "--bins"]);
+    // The whole workspace's binaries, with the features README's `cargo test --workspace`
+    // resolves, so under it this finds everything fresh. Selecting the two packages with `-p`
+    // resolves features differently and built a second reind and rein (about a minute, in
+    // whichever test binary came first).
+    command.args(["build", "--quiet", "--workspace", "--bins"]);
     if release {
         command.arg("--release");
     }

@@ -7,7 +7,7 @@
 # test-host.sh runs it first; .ci/run also starts it early, beside the Rust builds.
 set -euo pipefail
 
-vscode="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+vscode="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 host_dir="${REIN_VSCODE_HOST_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/rein-vscode-host}"
 step() { printf '\n== %s\n' "$*"; }
 
