@@ -20,6 +20,15 @@ use rein_session::repair::is_valid_tool_history;
 use rein_session::{SessionError, SessionStore};
 
 const CHILD_MODE: &str = "REIN_SESSION_CHILD";
+
+/// Held by each test that starts child processes. A child holds a copy of every descriptor of
+/// this process from its fork until its exec, the session lock's included: one test's children
+/// would otherwise keep holding the lock another test has just released.
+static SPAWNING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    SPAWNING.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 const CHILD_ROOT: &str = "REIN_SESSION_CHILD_ROOT";
 const CHILD_SESSION: &str = "REIN_SESSION_CHILD_SESSION";
 
@@ -129,6 +138,7 @@ fn child_result(child: Child) -> String {
 
 #[test]
 fn a_writer_in_another_process_is_refused() {
+    let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let store = SessionStore::new(dir.path());
     let session = store.create("/p").unwrap();
@@ -141,6 +151,7 @@ fn a_writer_in_another_process_is_refused() {
 
 #[test]
 fn writer_killed_at_random_points_loses_nothing_acknowledged() {
+    let _alone = one_at_a_time();
     let dir = tempfile::tempdir().unwrap();
     let store = SessionStore::new(dir.path());
     let id = store.create("/p").unwrap().id().to_string();
