@@ -11,7 +11,7 @@
 //!
 //! started with stdin and stdout on `/dev/null`, stderr on a pipe, and in a process group of
 //! its own (a terminal's Ctrl-C does not reach it). `--detached` makes it log to its log file
-//! only. `N` is the write end of a pipe kept open across exec ([`ReadyPipe`]): the daemon
+//! only. `N` is the write end of a pipe ([`ReadyPipe`]), given to the daemon alone: the daemon
 //! writes one byte there right after binding its socket and closes it
 //! ([`notify_listening`]), so no tool or server it starts later inherits it. If the daemon
 //! dies first, the starter sees the end of the pipe instead, reaps the daemon and reports its
@@ -21,10 +21,11 @@
 //! It is a crate of its own, not part of `rein-protocol`, because it is process handling (it
 //! spawns, waits and reaps, and needs `nix`), not a type that crosses the socket.
 
+use command_fds::{CommandFdExt, FdMapping};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::os::fd::{AsFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -42,6 +43,9 @@ pub const READY_FD_FLAG: &str = "--ready-fd";
 
 /// `reind` exit code when another daemon already serves the socket or uses the home.
 pub const EXIT_ALREADY_RUNNING: u8 = 3;
+
+/// The descriptor the start-notification pipe's write end has in the daemon (`--ready-fd`).
+const DAEMON_READY_FD: RawFd = 3;
 
 /// How long a starter waits for the daemon's socket to listen.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -65,16 +69,23 @@ pub struct ReadyPipe {
 }
 
 impl ReadyPipe {
-    /// A pipe whose write end survives the daemon's exec (std opens pipes close-on-exec).
+    /// A new pipe. Both ends are close-on-exec here (as std opens pipes), so no process this
+    /// one starts inherits them; [`ReadyPipe::hand_to`] gives the write end to one command.
     pub fn new() -> std::io::Result<Self> {
         let (reader, writer) = std::io::pipe()?;
-        nix::fcntl::fcntl(&writer, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()))?;
         Ok(Self { reader, writer })
     }
 
-    /// The descriptor number the spawned daemon gets as `--ready-fd`.
-    pub fn daemon_fd(&self) -> RawFd {
-        self.writer.as_raw_fd()
+    /// Makes `command` start with the write end as descriptor [`DAEMON_READY_FD`] (the number
+    /// to pass as `--ready-fd`). The command holds a copy of the write end until it is dropped:
+    /// drop it once spawned, so the pipe ends when the daemon's copy does.
+    fn hand_to(&self, command: &mut Command) -> std::io::Result<RawFd> {
+        let mapping =
+            FdMapping { parent_fd: self.writer.try_clone()?.into(), child_fd: DAEMON_READY_FD };
+        command
+            .fd_mappings(vec![mapping])
+            .map_err(|collision| std::io::Error::other(collision.to_string()))?;
+        Ok(DAEMON_READY_FD)
     }
 
     /// Waits, after the daemon was spawned, until it listens or is gone, for at most
@@ -171,20 +182,24 @@ pub fn start_detached(
     extra: &[OsString],
 ) -> Result<Started, StartError> {
     let ready = ReadyPipe::new().map_err(StartError::Pipe)?;
-    let mut child = Command::new(binary)
+    let mut command = Command::new(binary);
+    let ready_fd = ready.hand_to(&mut command).map_err(StartError::Pipe)?;
+    command
         .arg(FOREGROUND_FLAG)
         .arg(DETACHED_FLAG)
         .arg(SOCKET_FLAG)
         .arg(socket)
         .arg(READY_FD_FLAG)
-        .arg(ready.daemon_fd().to_string())
+        .arg(ready_fd.to_string())
         .args(extra)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|source| StartError::Spawn { binary: binary.to_path_buf(), source })?;
+        .process_group(0);
+    let spawned = command.spawn();
+    drop(command);
+    let mut child =
+        spawned.map_err(|source| StartError::Spawn { binary: binary.to_path_buf(), source })?;
     match ready.wait(READY_TIMEOUT) {
         Readiness::Listening => {
             let pid = child.id();
@@ -258,17 +273,25 @@ mod tests {
         path
     }
 
-    // One test for both stand-ins: scripts written and run from parallel tests can fail with
+    // One test for all stand-ins: scripts written and run from parallel tests can fail with
     // "text file busy" when one test's fork holds the other's file open for writing.
     #[test]
     fn the_starter_sees_listening_or_the_exit_code_and_stderr() {
         let dir = tempfile::tempdir().unwrap();
+        // Another start in the same process (the batch runner's workers), still waiting.
+        let other_start = ReadyPipe::new().unwrap();
         // The stand-in keeps running after it said so, like a daemon.
-        let binary = script(dir.path(), "listens", "echo > /proc/self/fd/$fd\nexec sleep 1");
+        let binary = script(dir.path(), "listens", "echo > /proc/self/fd/$fd\nexec sleep 5");
         let socket = dir.path().join("reind.sock");
         let extra = [OsString::from("--max-connections"), OsString::from("7")];
         let started = start_detached(&binary, &socket, &extra).unwrap();
-        assert!(matches!(started, Started::Listening { pid } if pid > 0), "{started:?}");
+        let Started::Listening { pid } = started else { panic!("{started:?}") };
+        // The daemon was given no other start's pipe: that one ends with its own copy, not
+        // when this daemon exits (a lost race would read as a daemon that never answers).
+        let other = other_start.wait(Duration::from_secs(2));
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap());
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+        assert_eq!(other, Readiness::Gone);
         let args = std::fs::read_to_string(dir.path().join("args")).unwrap();
         let args: Vec<&str> = args.lines().collect();
         let fd = args[5];
