@@ -15,7 +15,8 @@ step() { printf '\n== %s\n' "$*"; }
 failed=()
 
 step "building reind, rein and rein-fake-provider"
-cargo build --quiet --workspace --bins || exit 1
+# With the test targets, so the features (and artifacts) are those of `cargo test --workspace`.
+cargo build --quiet --workspace --bins --tests || exit 1
 export REIN_BIN_DIR="${CARGO_TARGET_DIR:-$root/target}/debug"
 
 if ! command -v nvim >/dev/null 2>&1; then

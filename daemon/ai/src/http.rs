@@ -83,7 +83,7 @@ impl HttpProvider {
         settings: ProviderSettings,
         environment: Environment,
     ) -> Result<Self, ClientError> {
-        let mut builder = reqwest::Client::builder()
+        let mut builder = crate::tls::client_builder()
             .connect_timeout(Duration::from_secs(30))
             .read_timeout(settings.idle_timeout);
         if !uses_tls(&settings.base_url) {

@@ -30,6 +30,7 @@ pub mod openai_responses;
 pub mod provider;
 pub mod registry;
 pub mod retry;
+pub mod tls;
 pub mod whole_reply;
 pub mod wire;
 

@@ -68,7 +68,7 @@ pub fn base_url(port: u16) -> String {
 
 /// Asks every candidate at once and returns the first, in candidate order, that lists a model.
 pub async fn detect(candidates: &[Candidate], timeout: Duration) -> Option<LocalServer> {
-    let client = reqwest::Client::builder().timeout(timeout).no_proxy().build().ok()?;
+    let client = crate::tls::client_builder().timeout(timeout).no_proxy().build().ok()?;
     let probes = candidates.iter().map(|candidate| {
         let client = client.clone();
         async move {
@@ -275,7 +275,7 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         drop(listener);
-        let client = reqwest::Client::new();
+        let client = crate::tls::client_builder().build().unwrap();
         let error =
             list_models(&client, &base_url(port), Api::OpenAiChat, None, &[]).await.unwrap_err();
         assert!(matches!(error, ListError::Unreachable { .. }), "{error}");

@@ -160,7 +160,7 @@ fn verdict(listed: Result<Vec<String>, ListError>) -> ProviderCheck {
 }
 
 fn http_client(timeout: Duration) -> Result<reqwest::Client, RpcError> {
-    reqwest::Client::builder().timeout(timeout).build().map_err(|error| {
+    rein_ai::tls::client_builder().timeout(timeout).build().map_err(|error| {
         RpcError::new(
             rein_protocol::error::ErrorKind::Internal,
             format!("cannot build an HTTP client: {error}"),

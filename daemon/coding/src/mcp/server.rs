@@ -290,7 +290,11 @@ impl McpServer {
         let handler = ClientEvents { refresh: Arc::clone(&self.refresh) };
         match (&self.config.command, &self.config.url) {
             (_, Some(url)) => {
-                let transport = StreamableHttpClientTransport::from_config(self.http_config(url)?);
+                let client = rein_ai::tls::client_builder()
+                    .build()
+                    .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
+                let transport =
+                    StreamableHttpClientTransport::with_client(client, self.http_config(url)?);
                 handler.serve(transport).await.map_err(|e| format!("initialize failed: {e}"))
             }
             (Some(command), None) => {
