@@ -78,6 +78,7 @@ fn build_binaries() -> PathBuf {
     // and without them, or with `-p` selecting packages, the libraries behind reind and rein
     // were compiled a second time (about a minute, in whichever test binary came first).
     command.args(["build", "--quiet", "--workspace", "--bins", "--tests"]);
+    without_cargo_test_variables(&mut command);
     if release {
         command.arg("--release");
     }
@@ -87,6 +88,31 @@ fn build_binaries() -> PathBuf {
         "building reind and rein failed: {status:?}"
     );
     profile_dir
+}
+
+/// Prefixes of the variables `cargo test` sets for the test process about its own package.
+/// Passed on to the nested build they differ from a plain `cargo build`'s, and a crate that
+/// reads one at compile time is rebuilt: ring reads `CARGO_MANIFEST_DIR`, and with it rustls,
+/// reqwest and both binaries were compiled again on each first end-to-end test (90 s).
+const CARGO_TEST_VARIABLES: &[&str] = &[
+    "CARGO_MANIFEST_",
+    "CARGO_PKG_",
+    "CARGO_CRATE_",
+    "CARGO_BIN_",
+    "CARGO_PRIMARY_PACKAGE",
+    "CARGO_TARGET_TMPDIR",
+    "CARGO_RUSTC_CURRENT_DIR",
+    "OUT_DIR",
+];
+
+/// Runs `command` without the variables `cargo test` set for this process's package.
+fn without_cargo_test_variables(command: &mut Command) {
+    for (name, _) in std::env::vars_os() {
+        let Some(text) = name.to_str() else { continue };
+        if CARGO_TEST_VARIABLES.iter().any(|prefix| text.starts_with(prefix)) {
+            command.env_remove(&name);
+        }
+    }
 }
 
 /// Path of a workspace binary (`reind`, `rein`).
