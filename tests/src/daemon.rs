@@ -254,6 +254,20 @@ impl DaemonFixture {
         panic!("reind did not answer on {} in time", self.socket.display());
     }
 
+    /// Opens the home and run directory (mode 0711) and the socket (0666) to every user, so
+    /// only the daemon's own peer check stands between another user and it. Waits first for
+    /// the daemon's start-up walk of its home, which takes such permissions away beside the
+    /// first requests and would otherwise undo this.
+    pub fn open_to_other_users(&self) {
+        use std::os::unix::fs::PermissionsExt;
+        self.wait_for_log("REIN_HOME is private");
+        let run_dir = self.socket.parent().unwrap_or(self.home.path());
+        for (path, mode) in [(self.home.path(), 0o711), (run_dir, 0o711), (&self.socket, 0o666)] {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+                .unwrap_or_else(|e| panic!("cannot open {} to others: {e}", path.display()));
+        }
+    }
+
     /// Waits until the daemon's log holds a line containing `needle` (the log is written
     /// off the daemon's request path, so a line may land a moment after what it reports).
     pub fn wait_for_log(&self, needle: &str) {

@@ -2,7 +2,6 @@
 
 use rein_testkit::daemon::DaemonFixture;
 use serde_json::json;
-use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 
 #[test]
@@ -36,13 +35,7 @@ fn connections_from_another_user_are_refused() {
             return;
         }
     };
-    // Open the directory and socket to everyone, once the daemon's start-up walk of its home
-    // (which takes such permissions away, beside the first requests) is done.
-    daemon.wait_for_log("REIN_HOME is private");
-    let run_dir = daemon.socket().parent().unwrap();
-    for path in [daemon.home(), run_dir, daemon.socket()] {
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777)).unwrap();
-    }
+    daemon.open_to_other_users();
     let output = daemon
         .rein()
         .args(["rpc", "daemon/info"])

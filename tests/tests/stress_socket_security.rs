@@ -73,12 +73,8 @@ fn the_socket_is_private_and_other_users_are_refused() {
         println!("not root: the other-user check needs root to start a process as nobody");
         return;
     }
-    // Open the way by hand, so only the peer-credential check stands between them.
-    for dir in [daemon.home(), run_dir.as_path()] {
-        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711)).unwrap_or_default();
-    }
-    std::fs::set_permissions(daemon.socket(), std::fs::Permissions::from_mode(0o666))
-        .unwrap_or_default();
+    // Open the way, so only the peer-credential check stands between them.
+    daemon.open_to_other_users();
 
     let exe = std::env::current_exe().unwrap_or_default();
     let started = Command::new(exe)
