@@ -9,23 +9,28 @@
 //! reind --foreground --detached --socket PATH --ready-fd N [other reind flags]
 //! ```
 //!
-//! started with stdin and stdout on `/dev/null`, stderr on a pipe, and in a process group of
-//! its own (a terminal's Ctrl-C does not reach it). `--detached` makes it log to its log file
-//! only. `N` is the write end of a pipe ([`ReadyPipe`]), given to the daemon alone: the daemon
-//! writes one byte there right after binding its socket and closes it
-//! ([`notify_listening`]), so no tool or server it starts later inherits it. If the daemon
-//! dies first, the starter sees the end of the pipe instead, reaps the daemon and reports its
-//! exit code and what it wrote to stderr. Exit code [`EXIT_ALREADY_RUNNING`] means another
+//! started with stdin on `/dev/null`, stderr on a pipe, and in a process group of its own (a
+//! terminal's Ctrl-C does not reach it). `--detached` makes it log to its log file only. `N` is
+//! the write end of a pipe ([`ReadyPipe`]), given to the daemon alone as its stdout (so `N` is
+//! 1): the daemon writes one byte there right after binding its socket and puts `/dev/null` in
+//! its place ([`notify_listening`]), so no tool or server it starts later inherits it. If the
+//! daemon dies first, the starter sees the end of the pipe instead, reaps the daemon and
+//! reports its exit code and what it wrote to stderr. Exit code [`EXIT_ALREADY_RUNNING`] means another
 //! daemon already serves the socket or uses the same home (a lost race between two starters).
+//!
+//! The pipe is the daemon's stdout rather than a descriptor of its own because the standard
+//! library sets up stdio between fork and exec without running any code of ours, so the daemon
+//! is started by `posix_spawn`: the starter's memory is not copied (a `fork` would make every
+//! page it writes afterwards a copy-on-write fault, on the cold start's path), and only that
+//! one child gets the descriptor, even while other threads start daemons of their own.
 //!
 //! It is a crate of its own, not part of `rein-protocol`, because it is process handling (it
 //! spawns, waits and reaps, and needs `nix`), not a type that crosses the socket.
 
-use command_fds::{CommandFdExt, FdMapping};
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -44,8 +49,9 @@ pub const READY_FD_FLAG: &str = "--ready-fd";
 /// `reind` exit code when another daemon already serves the socket or uses the home.
 pub const EXIT_ALREADY_RUNNING: u8 = 3;
 
-/// The descriptor the start-notification pipe's write end has in the daemon (`--ready-fd`).
-const DAEMON_READY_FD: RawFd = 3;
+/// The descriptor the start-notification pipe's write end has in the daemon (`--ready-fd`):
+/// its stdout.
+const DAEMON_READY_FD: RawFd = 1;
 
 /// How long a starter waits for the daemon's socket to listen.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -76,15 +82,11 @@ impl ReadyPipe {
         Ok(Self { reader, writer })
     }
 
-    /// Makes `command` start with the write end as descriptor [`DAEMON_READY_FD`] (the number
-    /// to pass as `--ready-fd`). The command holds a copy of the write end until it is dropped:
-    /// drop it once spawned, so the pipe ends when the daemon's copy does.
+    /// Makes `command` start with the write end as its stdout, descriptor [`DAEMON_READY_FD`]
+    /// (the number to pass as `--ready-fd`). The command holds a copy of the write end until
+    /// it is dropped: drop it once spawned, so the pipe ends when the daemon's copy does.
     fn hand_to(&self, command: &mut Command) -> std::io::Result<RawFd> {
-        let mapping =
-            FdMapping { parent_fd: self.writer.try_clone()?.into(), child_fd: DAEMON_READY_FD };
-        command
-            .fd_mappings(vec![mapping])
-            .map_err(|collision| std::io::Error::other(collision.to_string()))?;
+        command.stdout(Stdio::from(self.writer.try_clone()?));
         Ok(DAEMON_READY_FD)
     }
 
@@ -116,19 +118,28 @@ impl ReadyPipe {
     }
 }
 
-/// The daemon's end: tells the starter behind `fd` that the socket listens, then closes the
-/// descriptor (also when the write failed). The starter of a daemon that failed to tell sees
-/// it as gone only once it exits, or times out.
+/// The daemon's end: tells the starter behind `fd` that the socket listens, then lets go of
+/// the pipe (also when the write failed): stdout (the launcher's choice) is pointed at
+/// `/dev/null`, so a later write to it goes nowhere instead of to whatever file took the
+/// number; any other descriptor is closed. The starter of a daemon that failed to tell sees it
+/// as gone only once it exits, or times out.
 pub fn notify_listening(fd: RawFd) -> std::io::Result<()> {
     // Opening the descriptor's /proc entry gives a second handle on the pipe without unsafe
-    // code; the number itself is closed after.
+    // code; the number itself is let go of after.
     let written = std::fs::OpenOptions::new()
         .write(true)
         .custom_flags(nix::libc::O_NONBLOCK)
         .open(format!("/proc/self/fd/{fd}"))
         .and_then(|mut pipe| pipe.write_all(b"\n"));
-    let closed = nix::unistd::close(fd).map_err(std::io::Error::from);
-    written.and(closed)
+    let released = if fd == std::io::stdout().as_raw_fd() {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/null")
+            .and_then(|null| nix::unistd::dup2_stdout(null).map_err(std::io::Error::from))
+    } else {
+        nix::unistd::close(fd).map_err(std::io::Error::from)
+    };
+    written.and(released)
 }
 
 /// How a detached start ended.
@@ -193,7 +204,6 @@ pub fn start_detached(
         .arg(ready_fd.to_string())
         .args(extra)
         .stdin(Stdio::null())
-        .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .process_group(0);
     let spawned = command.spawn();

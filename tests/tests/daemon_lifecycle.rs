@@ -242,6 +242,10 @@ fn rein_starts_the_daemon_with_one_exec_of_reind() {
     for flag in ["--foreground", "--detached", "--ready-fd", "--socket"] {
         assert!(lines[0].split(' ').any(|word| word == flag), "{flag} missing: {}", lines[0]);
     }
+    // The start pipe was the daemon's stdout; once it listens, stdout goes nowhere (neither
+    // the pipe, which would keep the starter waiting, nor a file that took the number).
+    let stdout = std::fs::read_link(format!("/proc/{}/fd/1", info["pid"])).unwrap();
+    assert_eq!(stdout, std::path::Path::new("/dev/null"));
     assert!(daemon.run_rein(&["daemon", "stop"]).status.success());
 }
 
