@@ -15,8 +15,9 @@
 //! 1): the daemon writes one byte there right after binding its socket and puts `/dev/null` in
 //! its place ([`notify_listening`]), so no tool or server it starts later inherits it. If the
 //! daemon dies first, the starter sees the end of the pipe instead, reaps the daemon and
-//! reports its exit code and what it wrote to stderr. Exit code [`EXIT_ALREADY_RUNNING`] means another
-//! daemon already serves the socket or uses the same home (a lost race between two starters).
+//! reports its exit code and what it wrote to stderr. Exit code [`EXIT_ALREADY_RUNNING`] means
+//! another daemon already serves the socket or uses the same home (a lost race between two
+//! starters).
 //!
 //! The pipe is the daemon's stdout rather than a descriptor of its own because the standard
 //! library sets up stdio between fork and exec without running any code of ours, so the daemon
