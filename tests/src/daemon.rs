@@ -242,11 +242,16 @@ impl DaemonFixture {
         self.child.as_mut()
     }
 
-    /// Waits until a connection to the socket succeeds.
+    /// Waits until the socket answers `daemon/info`, from the daemon this fixture started when
+    /// it started one (its pid in the answer). A connection alone proves nothing: a daemon
+    /// killed while it was starting a tool leaves its listening socket open in the half-started
+    /// child until that child's exec, and a connection made in that window is accepted by
+    /// nobody and then reset.
     pub fn wait_until_answering(&self) {
+        let expected = self.pid();
         let deadline = Instant::now() + STARTUP_TIMEOUT;
         while Instant::now() < deadline {
-            if UnixStream::connect(&self.socket).is_ok() {
+            if self.answering_pid().is_some_and(|pid| expected.is_none_or(|ours| ours == pid)) {
                 return;
             }
             std::thread::sleep(Duration::from_millis(10));
@@ -254,13 +259,33 @@ impl DaemonFixture {
         panic!("reind did not answer on {} in time", self.socket.display());
     }
 
+    /// The pid in the socket's answer to `daemon/info`; `None` when nothing answered.
+    fn answering_pid(&self) -> Option<u32> {
+        use std::io::{BufRead, Write};
+        let stream = UnixStream::connect(&self.socket).ok()?;
+        stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+        let request = r#"{"jsonrpc":"2.0","id":1,"method":"daemon/info","params":{}}"#;
+        writeln!(&stream, "{request}").ok()?;
+        let mut line = String::new();
+        std::io::BufReader::new(&stream).read_line(&mut line).ok()?;
+        let answer: serde_json::Value = serde_json::from_str(&line).ok()?;
+        answer["result"]["pid"].as_u64().and_then(|pid| u32::try_from(pid).ok())
+    }
+
+    /// Waits until the daemon's start-up walk of its home is done: from then on everything
+    /// under the home that existed before the start is private. The walk starts a second
+    /// after the daemon listens, beside its first requests.
+    pub fn wait_for_home_walk(&self) {
+        self.wait_for_log("REIN_HOME is private");
+    }
+
     /// Opens the home and run directory (mode 0711) and the socket (0666) to every user, so
     /// only the daemon's own peer check stands between another user and it. Waits first for
-    /// the daemon's start-up walk of its home, which takes such permissions away beside the
-    /// first requests and would otherwise undo this.
+    /// the daemon's start-up walk of its home (see [`Self::wait_for_home_walk`]), which takes
+    /// such permissions away and would otherwise undo this.
     pub fn open_to_other_users(&self) {
         use std::os::unix::fs::PermissionsExt;
-        self.wait_for_log("REIN_HOME is private");
+        self.wait_for_home_walk();
         let run_dir = self.socket.parent().unwrap_or(self.home.path());
         for (path, mode) in [(self.home.path(), 0o711), (run_dir, 0o711), (&self.socket, 0o666)] {
             std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
