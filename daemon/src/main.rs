@@ -110,7 +110,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     home::create_private_dir(&home)?;
     let home_was_open = home::close_home(&home)?;
     // Before anything else is written under the home (the log included).
-    let _home_lock = match home_lock::acquire(&home, &socket) {
+    let home_held = match home_lock::acquire(&home, &socket) {
         Ok(lock) => lock,
         Err(error @ home_lock::HomeLockError::Taken { .. }) => {
             eprintln!("reind: {error}");
@@ -118,7 +118,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Err(error) => return Err(error.into()),
     };
-    let _guard = logging::init(&home.join("logs"), !args.detached)
+    let log_guard = logging::init(&home.join("logs"), !args.detached)
         .context("cannot open the log directory")?;
     raise_open_file_limit();
     if home_was_open {
@@ -182,7 +182,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         },
     };
     drop(entered);
-    runtime.block_on(async move {
+    let socket_lock = runtime.block_on(async move {
         let (events, _) = tokio::sync::broadcast::channel(256);
         let mut env = config::coding_environment(&options.home, &config, registry.clone())?;
         env.defaults.config_file = config_path.clone();
@@ -208,10 +208,18 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         let methods = methods::build()?;
         tracing::info!(socket = %bound.path().display(), pid = std::process::id(), "reind serving");
         signals.forward_to(daemon.clone());
-        server::serve(daemon, bound, methods).await;
+        let socket_lock = server::serve(daemon, bound, methods).await;
         tracing::info!("reind stopped");
-        anyhow::Ok(())
+        anyhow::Ok(socket_lock)
     })?;
+    // The end, in the order clients rely on: tasks still running on the runtime's threads are
+    // waited for and the log is flushed, then the home is released, then the socket's lock,
+    // whose release clients (`rein daemon stop`, a restart) take for "gone": a daemon started
+    // after it finds both free.
+    drop(runtime);
+    drop(log_guard);
+    drop(home_held);
+    drop(socket_lock);
     Ok(ExitCode::SUCCESS)
 }
 

@@ -109,6 +109,9 @@ fn info_errors_and_graceful_shutdown() {
     // Graceful shutdown through the CLI removes the socket and ends the process cleanly.
     let output = daemon.run_rein(&["daemon", "stop"]);
     assert!(output.status.success(), "{output:?}");
+    // It returns once the daemon has exited, its home free for the next start.
+    let home_lock = std::fs::File::open(daemon.home().join("run").join("reind.lock")).unwrap();
+    assert!(home_lock.try_lock().is_ok(), "`rein daemon stop` returned before the daemon exited");
     let notice = watcher.read_json();
     assert_eq!(notice["method"], "daemon/event");
     assert_eq!(notice["params"]["subscription"], subscription.as_str());

@@ -9,9 +9,9 @@ use rein_protocol::method::{DaemonInfo, Empty};
 use rein_protocol::requests as rq;
 use serde_json::json;
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// How long `stop` waits for the socket to go away.
+/// How long `stop` waits for the daemon to exit.
 const STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Starts the daemon unless one already answers.
@@ -31,7 +31,7 @@ pub async fn start(socket: &Path) -> Result<u8, ClientError> {
     Ok(exit::OK)
 }
 
-/// Asks the daemon to shut down and waits until its socket is gone.
+/// Asks the daemon to shut down and waits until it has exited (its socket's lock is free).
 pub async fn stop(socket: &Path) -> Result<u8, ClientError> {
     let mut client = match Client::connect(socket).await {
         Ok(client) => client,
@@ -43,13 +43,15 @@ pub async fn stop(socket: &Path) -> Result<u8, ClientError> {
     };
     client.request::<rq::DaemonShutdown>(Empty {}).await?;
     drop(client);
-    let deadline = Instant::now() + STOP_TIMEOUT;
-    while Instant::now() < deadline {
-        if !socket.exists() {
-            println!("reind stopped");
-            return Ok(exit::OK);
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    // Not just until the socket is gone: the daemon still holds its home until it exits, and a
+    // start in between (`restart`) would be refused. It releases the socket's lock last.
+    let owned = socket.to_path_buf();
+    let exited = tokio::task::spawn_blocking(move || launcher::wait_for_exit(&owned, STOP_TIMEOUT))
+        .await
+        .map_err(|error| ClientError::Io(std::io::Error::other(error)))?;
+    if exited {
+        println!("reind stopped");
+        return Ok(exit::OK);
     }
     eprintln!("rein: reind did not stop within {} s", STOP_TIMEOUT.as_secs());
     Ok(exit::FAILURE)
@@ -221,5 +223,41 @@ mod tests {
         let hint = version_hint(&ClientError::Rpc(failure)).unwrap_or_default();
         assert!(hint.contains("this daemon speaks 1.0; restart it with `rein daemon restart`"));
         assert!(version_hint(&ClientError::Closed).is_none());
+    }
+
+    /// A daemon that removes its socket as soon as it is asked to stop but exits (releases its
+    /// socket's lock) only later, as reind does while it closes sessions and waits for its
+    /// threads: `stop` must not return in between, or a `restart` finds the home still taken.
+    #[tokio::test]
+    async fn stop_returns_once_the_daemon_has_exited_not_when_its_socket_is_gone() {
+        use std::io::{BufRead, BufReader, Write};
+        use std::sync::atomic::{AtomicBool, Ordering};
+
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("reind.sock");
+        let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+        let lock = std::fs::File::create(rein_protocol::paths::socket_lock(&socket)).unwrap();
+        lock.lock().unwrap();
+        let exited = std::sync::Arc::new(AtomicBool::new(false));
+        let daemon = {
+            let (socket, exited) = (socket.clone(), exited.clone());
+            std::thread::spawn(move || {
+                let (stream, _) = listener.accept().unwrap();
+                let mut line = String::new();
+                BufReader::new(&stream).read_line(&mut line).unwrap();
+                let request: serde_json::Value = serde_json::from_str(&line).unwrap();
+                assert_eq!(request["method"], "daemon/shutdown");
+                let answer = json!({"jsonrpc": "2.0", "id": request["id"], "result": {"ok": true}});
+                writeln!(&stream, "{answer}").unwrap();
+                drop(stream);
+                std::fs::remove_file(&socket).unwrap();
+                std::thread::sleep(Duration::from_millis(400));
+                exited.store(true, Ordering::SeqCst);
+                drop(lock);
+            })
+        };
+        assert_eq!(stop(&socket).await.unwrap(), exit::OK);
+        assert!(exited.load(Ordering::SeqCst), "stop returned while the daemon was still there");
+        daemon.join().unwrap();
     }
 }

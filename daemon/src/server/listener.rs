@@ -43,7 +43,14 @@ fn io_error<'a>(
 pub struct BoundSocket {
     listener: Listener,
     path: PathBuf,
-    _lock: File,
+    lock: File,
+}
+
+/// The socket's single-instance lock after the socket itself is gone, held until the daemon's
+/// last step: releasing it tells waiting clients that a new daemon may start.
+#[derive(Debug)]
+pub struct SocketLock {
+    _file: File,
 }
 
 /// The lock file path for a socket.
@@ -99,7 +106,7 @@ pub fn bind(socket: &Path) -> Result<BoundSocket, BindError> {
         .map_err(io_error("listen on", socket))?;
     fs::set_permissions(socket, fs::Permissions::from_mode(0o600))
         .map_err(io_error("set permissions of", socket))?;
-    Ok(BoundSocket { listener, path: socket.to_path_buf(), _lock: lock })
+    Ok(BoundSocket { listener, path: socket.to_path_buf(), lock })
 }
 
 impl BoundSocket {
@@ -113,11 +120,14 @@ impl BoundSocket {
         &self.path
     }
 
-    /// Removes the socket file (the lock goes when `self` drops).
-    pub fn remove(self) {
+    /// Stops listening and removes the socket file. The lock stays held by what this returns:
+    /// clients read its release as "the daemon has exited" (see
+    /// `rein_protocol::paths::socket_lock`), so the daemon drops it last, after its home lock.
+    pub fn remove(self) -> SocketLock {
         if let Err(error) = fs::remove_file(&self.path) {
             tracing::warn!(%error, socket = %self.path.display(), "could not remove the socket");
         }
+        SocketLock { _file: self.lock }
     }
 }
 

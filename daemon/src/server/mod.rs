@@ -10,7 +10,7 @@ pub mod request_id;
 
 use crate::daemon::Daemon;
 use jsonrpsee::Methods;
-use listener::BoundSocket;
+use listener::{BoundSocket, SocketLock};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
@@ -19,7 +19,8 @@ use tokio::task::JoinSet;
 const DRAIN_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Accepts connections until the daemon shuts down, then closes them and removes the socket.
-pub async fn serve(daemon: Arc<Daemon>, socket: BoundSocket, methods: Methods) {
+/// Returns the socket's lock, for the caller to release once nothing of the daemon is left.
+pub async fn serve(daemon: Arc<Daemon>, socket: BoundSocket, methods: Methods) -> SocketLock {
     let mut connections = JoinSet::new();
     let mut next_id = 0usize;
     loop {
@@ -50,5 +51,5 @@ pub async fn serve(daemon: Arc<Daemon>, socket: BoundSocket, methods: Methods) {
         tracing::warn!("connections did not close in time; aborting them");
         connections.abort_all();
     }
-    socket.remove();
+    socket.remove()
 }
