@@ -54,6 +54,8 @@ fn everything_the_daemon_keeps_is_private_to_its_user() {
     set_mode(&home.join("config.toml"), 0o644);
     set_mode(&home, 0o755);
     daemon.spawn();
+    // The home is closed before the daemon listens; what it holds is walked later.
+    assert_eq!(std::fs::metadata(&home).unwrap().mode() & 0o077, 0, "the home is still open");
 
     let project = tempfile::tempdir().unwrap();
     let output = daemon
@@ -73,6 +75,7 @@ fn everything_the_daemon_keeps_is_private_to_its_user() {
         "no spill file was written, so this test proves less than it says"
     );
     assert!(home.join("trust.json").exists());
+    daemon.wait_for_home_walk();
     let mut open = Vec::new();
     if std::fs::metadata(&home).unwrap().mode() & 0o077 != 0 {
         open.push((home.display().to_string(), 0));
