@@ -317,7 +317,7 @@ pub fn session_defaults(
             hidden_env: registry
                 .key_variables()
                 .into_iter()
-                .chain([crate::secrets::SECRETS_FD_VAR.to_string()])
+                .chain([rein_launch::key_handover::SECRETS_FD_VAR.to_string()])
                 .collect(),
             spill: rein_coding::tools::spill::SpillLimits {
                 max_bytes: config.tools.spill_max_bytes,

@@ -6,29 +6,26 @@
 //!
 //! - **its own environment**: tools are started without the key variables
 //!   (`BashSettings::hidden_env`);
-//! - **the daemon's `/proc/PID/environ`**: at start, while still single-threaded, the daemon
-//!   moves the key variables out of its environment and re-executes itself without them. The
-//!   keys travel to the new image through a pipe whose descriptor number is in
-//!   `REIN_SECRETS_FD`; the new image reads them into memory and closes the pipe, so the
-//!   environment the kernel shows for the daemon holds no key;
+//! - **the daemon's `/proc/PID/environ`**: the daemon is never left running with a key in the
+//!   environment it was started with. `rein` starts it without the key variables and hands
+//!   them over on a pipe named by `REIN_SECRETS_FD` (`rein_launch::key_handover`); a daemon
+//!   that still finds key variables in its environment (started by hand or by a service
+//!   manager, or with a configured key variable the launcher does not recognise) re-executes
+//!   itself without them at start, while single-threaded, handing them over the same way.
+//!   The daemon reads the pipe into memory and lets go of it, so the environment the kernel
+//!   shows for the daemon holds no key;
 //! - **the daemon's memory** (`/proc/PID/mem`, `ptrace`): the daemon marks itself non-dumpable
 //!   (`prctl(PR_SET_DUMPABLE, 0)`), which makes its `/proc/PID/{mem,environ,maps,fd}` owned by
 //!   root and refuses `ptrace` from processes of the same user. (Root can still read them; a
 //!   daemon running as root gives the model root, and nothing here can help.)
 
+use rein_launch::key_handover::{self, EnvironmentKeys, MAX_PAYLOAD, SECRETS_FD_VAR};
 use std::collections::HashMap;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::sync::Arc;
-
-/// The environment variable naming the descriptor that carries the keys to the re-executed
-/// daemon.
-pub const SECRETS_FD_VAR: &str = "REIN_SECRETS_FD";
-
-/// The most bytes of keys carried (a pipe's buffer must hold them all before the exec).
-const MAX_PAYLOAD: usize = 60 * 1024;
 
 /// Failures moving the keys.
 #[derive(Debug, thiserror::Error)]
@@ -45,8 +42,8 @@ pub enum SecretsError {
     #[error("the provider key variables hold more than {MAX_PAYLOAD} bytes")]
     TooLarge,
     /// The carried keys are not in the expected form.
-    #[error("the keys handed over in {SECRETS_FD_VAR} are malformed")]
-    Malformed,
+    #[error(transparent)]
+    Malformed(#[from] key_handover::MalformedKeys),
 }
 
 fn io(action: &'static str) -> impl FnOnce(std::io::Error) -> SecretsError {
@@ -79,52 +76,40 @@ impl Secrets {
     }
 }
 
-/// Whether a variable holds a provider key: one of `known` (the providers' `api_key_env`), or
-/// any variable named `*_API_KEY`.
-pub fn is_key_variable(name: &str, known: &[String]) -> bool {
-    known.iter().any(|k| k == name) || name.ends_with("_API_KEY")
-}
-
 /// Moves the keys out of reach: called first thing by the serving daemon, while it has one
-/// thread. On the first call it re-executes the daemon without the key variables (and does
-/// not return unless that fails); in the re-executed daemon it collects the keys from the
-/// pipe. Either way the daemon ends non-dumpable.
+/// thread. Collects the keys handed over on the `REIN_SECRETS_FD` pipe, if any; when key
+/// variables (`known`, the providers' `api_key_env`, or `*_API_KEY`) are still in the
+/// environment, re-executes the daemon without them, carrying all the keys (and does not
+/// return unless that fails). Either way the daemon ends non-dumpable.
 pub fn isolate(known: &[String]) -> Result<Secrets, SecretsError> {
-    let secrets = match std::env::var(SECRETS_FD_VAR) {
+    let mut held = match std::env::var(SECRETS_FD_VAR) {
         Ok(fd) => receive(&fd)?,
-        Err(_) => {
-            let keys: Vec<(String, String)> =
-                std::env::vars().filter(|(name, _)| is_key_variable(name, known)).collect();
-            if !keys.is_empty() {
-                return Err(reexecute_without(&keys));
-            }
-            Secrets::default()
-        }
+        Err(_) => HashMap::new(),
     };
+    let left = EnvironmentKeys::of_this_process(known);
+    if !left.is_empty() {
+        held.extend(left.carried);
+        return Err(reexecute_without(&held, &left.names));
+    }
     nix::sys::prctl::set_dumpable(false).map_err(|errno| SecretsError::Io {
         action: "mark the daemon non-dumpable",
         source: errno.into(),
     })?;
-    Ok(secrets)
+    Ok(Secrets(Arc::new(held)))
 }
 
-/// Replaces this process with a fresh copy of the daemon whose environment lacks `keys`, which
-/// it finds in a pipe instead. Returns only on failure.
-fn reexecute_without(keys: &[(String, String)]) -> SecretsError {
-    let payload = encode(keys);
-    if payload.len() > MAX_PAYLOAD {
-        return SecretsError::TooLarge;
-    }
-    let (reader, writer) = match std::io::pipe() {
-        Ok(ends) => ends,
-        Err(error) => return io("create a pipe")(error),
+/// Replaces this process with a fresh copy of the daemon whose environment lacks the
+/// variables `names`, which finds `keys` in a pipe instead. Returns only on failure.
+fn reexecute_without(keys: &HashMap<String, String>, names: &[std::ffi::OsString]) -> SecretsError {
+    let carried = EnvironmentKeys {
+        carried: keys.iter().map(|(name, value)| (name.clone(), value.clone())).collect(),
+        names: names.to_vec(),
     };
-    // Written before the exec: the pipe's buffer holds it until the new image reads it.
-    let written = (&writer).write_all(&payload);
-    drop(writer);
-    if let Err(error) = written {
-        return io("write the keys to the pipe")(error);
-    }
+    let reader = match key_handover::filled_pipe(&carried) {
+        Ok(Some(reader)) => reader,
+        Ok(None) => return SecretsError::TooLarge,
+        Err(error) => return io("hand the keys over in a pipe")(error),
+    };
     // The read end must survive the exec (std opens pipes close-on-exec).
     if let Err(errno) =
         nix::fcntl::fcntl(&reader, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty()))
@@ -141,7 +126,7 @@ fn reexecute_without(keys: &[(String, String)]) -> SecretsError {
         command.arg0(arg0);
     }
     command.args(args).env(SECRETS_FD_VAR, reader.as_raw_fd().to_string());
-    for (name, _) in keys {
+    for name in names {
         command.env_remove(name);
     }
     let error = command.exec();
@@ -149,9 +134,9 @@ fn reexecute_without(keys: &[(String, String)]) -> SecretsError {
     io("re-execute the daemon without the key variables")(error)
 }
 
-/// Reads the keys from the inherited descriptor `fd` and closes it.
-fn receive(fd: &str) -> Result<Secrets, SecretsError> {
-    let number: std::os::fd::RawFd = fd.trim().parse().map_err(|_| SecretsError::Malformed)?;
+/// Reads the keys from the inherited descriptor `fd` and lets go of it.
+fn receive(fd: &str) -> Result<HashMap<String, String>, SecretsError> {
+    let number: std::os::fd::RawFd = fd.trim().parse().map_err(|_| key_handover::MalformedKeys)?;
     // Opening the descriptor's /proc entry gives a second handle on the pipe without unsafe
     // code; non-blocking, so an empty pipe cannot hang the start.
     let mut pipe = std::fs::OpenOptions::new()
@@ -171,65 +156,13 @@ fn receive(fd: &str) -> Result<Secrets, SecretsError> {
         }
     }
     drop(pipe);
-    nix::unistd::close(number).map_err(|errno| SecretsError::Io {
-        action: "close the keys' pipe",
-        source: errno.into(),
-    })?;
-    decode(&payload).map(|keys| Secrets(Arc::new(keys)))
-}
-
-/// `name NUL value NUL` for each key.
-fn encode(keys: &[(String, String)]) -> Vec<u8> {
-    let mut payload = Vec::new();
-    for (name, value) in keys {
-        payload.extend_from_slice(name.as_bytes());
-        payload.push(0);
-        payload.extend_from_slice(value.as_bytes());
-        payload.push(0);
-    }
-    payload
-}
-
-fn decode(payload: &[u8]) -> Result<HashMap<String, String>, SecretsError> {
-    let text = std::str::from_utf8(payload).map_err(|_| SecretsError::Malformed)?;
-    if text.is_empty() {
-        return Ok(HashMap::new());
-    }
-    let body = text.strip_suffix('\0').ok_or(SecretsError::Malformed)?;
-    let parts: Vec<&str> = body.split('\0').collect();
-    if !parts.len().is_multiple_of(2) || parts.chunks(2).any(|pair| pair[0].is_empty()) {
-        return Err(SecretsError::Malformed);
-    }
-    Ok(parts.chunks(2).map(|pair| (pair[0].to_string(), pair[1].to_string())).collect())
+    rein_launch::let_go(number).map_err(io("let go of the keys' pipe"))?;
+    Ok(key_handover::decode(&payload)?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn keys_survive_the_trip_through_the_payload() {
-        let keys = vec![
-            ("OPENAI_API_KEY".to_string(), "sk-one".to_string()),
-            ("MY_KEY".to_string(), "with=equals and spaces".to_string()),
-            ("EMPTY_KEY".to_string(), String::new()),
-        ];
-        let decoded = decode(&encode(&keys)).unwrap();
-        assert_eq!(decoded.len(), 3);
-        assert_eq!(decoded["MY_KEY"], "with=equals and spaces");
-        assert_eq!(decoded["EMPTY_KEY"], "");
-        assert!(decode(b"").unwrap().is_empty());
-        assert!(decode(b"NAME_ONLY\0").is_err());
-        assert!(decode(&[0xff, 0]).is_err());
-    }
-
-    #[test]
-    fn key_variables_are_the_known_ones_and_any_api_key() {
-        let known = vec!["REIN_CANARY_KEY".to_string()];
-        assert!(is_key_variable("REIN_CANARY_KEY", &known));
-        assert!(is_key_variable("GROQ_API_KEY", &known));
-        assert!(!is_key_variable("HOME", &known));
-    }
 
     #[test]
     fn debug_output_names_keys_but_never_values() {

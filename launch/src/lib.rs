@@ -9,8 +9,10 @@
 //! reind --foreground --detached --socket PATH --ready-fd N [other reind flags]
 //! ```
 //!
-//! started with stdin on `/dev/null`, stderr on a pipe, and in a process group of its own (a
-//! terminal's Ctrl-C does not reach it). `--detached` makes it log to its log file only. `N` is
+//! started with stderr on a pipe, in a process group of its own (a terminal's Ctrl-C does not
+//! reach it), and without the starter's provider keys in its environment: those come on its
+//! stdin, a pipe named by `REIN_SECRETS_FD=0` ([`key_handover`]; stdin is `/dev/null` when
+//! there are none). `--detached` makes it log to its log file only. `N` is
 //! the write end of a pipe ([`ReadyPipe`]), given to the daemon alone as its stdout (so `N` is
 //! 1): the daemon writes one byte there right after binding its socket and puts `/dev/null` in
 //! its place ([`notify_listening`]), so no tool or server it starts later inherits it. If the
@@ -25,8 +27,13 @@
 //! page it writes afterwards a copy-on-write fault, on the cold start's path), and only that
 //! one child gets the descriptor, even while other threads start daemons of their own.
 //!
+//! The keys come on stdin for the same reason: the daemon gets them without a re-execution of
+//! its own (about 3 ms of a cold start) and the starter still uses `posix_spawn`.
+//!
 //! It is a crate of its own, not part of `rein-protocol`, because it is process handling (it
 //! spawns, waits and reaps, and needs `nix`), not a type that crosses the socket.
+
+pub mod key_handover;
 
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use std::ffi::OsString;
@@ -53,6 +60,9 @@ pub const EXIT_ALREADY_RUNNING: u8 = 3;
 /// The descriptor the start-notification pipe's write end has in the daemon (`--ready-fd`):
 /// its stdout.
 const DAEMON_READY_FD: RawFd = 1;
+
+/// The descriptor the keys' pipe has in the daemon: its stdin.
+const DAEMON_KEYS_FD: RawFd = 0;
 
 /// How long a starter waits for the daemon's socket to listen.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -132,15 +142,22 @@ pub fn notify_listening(fd: RawFd) -> std::io::Result<()> {
         .custom_flags(nix::libc::O_NONBLOCK)
         .open(format!("/proc/self/fd/{fd}"))
         .and_then(|mut pipe| pipe.write_all(b"\n"));
-    let released = if fd == std::io::stdout().as_raw_fd() {
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open("/dev/null")
-            .and_then(|null| nix::unistd::dup2_stdout(null).map_err(std::io::Error::from))
-    } else {
-        nix::unistd::close(fd).map_err(std::io::Error::from)
+    written.and(let_go(fd))
+}
+
+/// Lets go of an inherited descriptor the daemon has used up (the start-notification pipe,
+/// the keys' pipe): one of stdin, stdout or stderr is pointed at `/dev/null`, so the number
+/// stays taken and a later read or write goes nowhere instead of to whatever file would take
+/// it; any other descriptor is closed.
+pub fn let_go(fd: RawFd) -> std::io::Result<()> {
+    let null = || std::fs::OpenOptions::new().read(true).write(true).open("/dev/null");
+    let replaced = match fd {
+        _ if fd == std::io::stdin().as_raw_fd() => nix::unistd::dup2_stdin(null()?),
+        _ if fd == std::io::stdout().as_raw_fd() => nix::unistd::dup2_stdout(null()?),
+        _ if fd == std::io::stderr().as_raw_fd() => nix::unistd::dup2_stderr(null()?),
+        _ => nix::unistd::close(fd),
     };
-    written.and(released)
+    replaced.map_err(std::io::Error::from)
 }
 
 /// How a detached start ended.
@@ -196,6 +213,7 @@ pub fn start_detached(
     let ready = ReadyPipe::new().map_err(StartError::Pipe)?;
     let mut command = Command::new(binary);
     let ready_fd = ready.hand_to(&mut command).map_err(StartError::Pipe)?;
+    let stdin = hand_over_keys(&mut command).map_err(StartError::Pipe)?;
     command
         .arg(FOREGROUND_FLAG)
         .arg(DETACHED_FLAG)
@@ -204,7 +222,7 @@ pub fn start_detached(
         .arg(READY_FD_FLAG)
         .arg(ready_fd.to_string())
         .args(extra)
-        .stdin(Stdio::null())
+        .stdin(stdin)
         .stderr(Stdio::piped())
         .process_group(0);
     let spawned = command.spawn();
@@ -232,6 +250,23 @@ pub fn start_detached(
             Err(StartError::TimedOut { socket: socket.to_path_buf() })
         }
     }
+}
+
+/// The daemon's stdin: a pipe holding this process's provider keys, which `command` is made to
+/// start without (see [`key_handover`]); `/dev/null` when there are none or they do not fit
+/// the pipe (the daemon then moves them itself).
+fn hand_over_keys(command: &mut Command) -> std::io::Result<Stdio> {
+    let keys = key_handover::EnvironmentKeys::of_this_process(&[]);
+    let Some(pipe) = key_handover::filled_pipe(&keys)? else {
+        // Not one inherited from whoever started this process.
+        command.env_remove(key_handover::SECRETS_FD_VAR);
+        return Ok(Stdio::null());
+    };
+    for name in &keys.names {
+        command.env_remove(name);
+    }
+    command.env(key_handover::SECRETS_FD_VAR, DAEMON_KEYS_FD.to_string());
+    Ok(Stdio::from(pipe))
 }
 
 /// Lets go of a daemon that keeps running: its stderr pipe is closed here (nobody reads it

@@ -135,3 +135,118 @@ fn the_models_bash_cannot_read_the_key_from_anywhere() {
         "reading the daemon's environ and memory was not refused: {shown}"
     );
 }
+
+/// What a daemon that `rein` started showed: its info, and the environment the kernel shows
+/// for it (empty unless the tests run as root: only root may read a non-dumpable process's).
+struct StartedByRein {
+    info: serde_json::Value,
+    environ: String,
+}
+
+/// Runs `rein run` with `variables` in its environment and a configuration whose model's
+/// provider reads `model_key` and whose second provider reads `other_key`, letting `rein`
+/// start the daemon; checks the canary reached the provider, then stops the daemon.
+fn start_through_rein(
+    model_key: &str,
+    other_key: &str,
+    variables: &[(&str, &str)],
+) -> StartedByRein {
+    let fake = BackgroundFake::start(Vec::new());
+    let daemon = DaemonFixture::new();
+    let config = format!(
+        "model = \"local/test-model\"\napproval_policy = \"yolo\"\n\n[providers.local]\n\
+         api = \"openai-chat\"\nbase_url = \"{url}\"\napi_key_env = \"{model_key}\"\n\n\
+         [providers.other]\napi = \"openai-chat\"\nbase_url = \"{url}\"\n\
+         api_key_env = \"{other_key}\"\n\n[retry]\nmax_retries = 0\n",
+        url = fake.base_url()
+    );
+    std::fs::write(daemon.home().join("config.toml"), config).unwrap();
+    let project = tempfile::tempdir().unwrap();
+    hand_over(daemon.home());
+    hand_over(project.path());
+
+    fake.push(Reply::text("hello"));
+    let mut rein = daemon.rein();
+    rein.current_dir(project.path()).args(["run", "--json", "say hello"]).stdin(Stdio::null());
+    rein.envs(variables.iter().copied());
+    as_test_user(&mut rein);
+    let output = rein.output().unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+
+    // Asked as the daemon's user: it refuses connections from any other.
+    let mut status = daemon.rein();
+    status.args(["daemon", "status", "--json"]);
+    as_test_user(&mut status);
+    let status = status.output().unwrap();
+    let info: serde_json::Value = serde_json::from_slice(&status.stdout).unwrap_or_default();
+    let pid = info["pid"].as_u64().unwrap_or_default();
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap_or_default();
+    let mut stop = daemon.rein();
+    stop.args(["daemon", "stop"]).stdout(Stdio::null()).stderr(Stdio::null());
+    as_test_user(&mut stop);
+    let stopped = stop.status().unwrap();
+    assert!(stopped.success(), "rein daemon stop failed");
+    assert!(pid > 0, "no pid in {info}");
+    assert!(
+        fake.requests()
+            .iter()
+            .any(|r| r.header("authorization") == Some(&format!("Bearer {CANARY}"))),
+        "the key did not reach the provider"
+    );
+    let environ = String::from_utf8_lossy(&environ).to_string();
+    assert!(!environ.contains(CANARY), "the key is in the daemon's environment");
+    StartedByRein { info, environ }
+}
+
+/// The `REIN_SECRETS_FD=` entries of an environment.
+fn handover_entries(environ: &str) -> Vec<&str> {
+    environ.split('\0').filter(|entry| entry.starts_with("REIN_SECRETS_FD=")).collect()
+}
+
+/// The usual start: `rein` finds no daemon and starts one, with the key exported in the
+/// user's shell. The launcher hands the key over on the daemon's stdin, so the daemon never
+/// holds it in its environment and needs no re-execution of its own (one exec less on a cold
+/// start).
+#[test]
+fn a_daemon_started_by_rein_gets_the_key_on_a_pipe_not_in_its_environment() {
+    let started = start_through_rein(
+        "REIN_CANARY_API_KEY",
+        "REIN_OTHER_API_KEY",
+        &[("REIN_CANARY_API_KEY", CANARY), ("REIN_OTHER_API_KEY", "sk-other")],
+    );
+    let held = started.info["key_variables"].as_array().cloned().unwrap_or_default();
+    assert!(held.contains(&json!("REIN_OTHER_API_KEY")), "{}", started.info);
+    if nix::unistd::geteuid().is_root() {
+        // Descriptor 0 is the launcher's pipe; a re-executed daemon names a descriptor of its
+        // own above the standard three.
+        assert_eq!(
+            handover_entries(&started.environ),
+            ["REIN_SECRETS_FD=0"],
+            "{}",
+            started.environ
+        );
+        assert!(!started.environ.contains("_API_KEY="), "{}", started.environ);
+    }
+}
+
+/// A configured key variable the launcher does not recognise (not `*_API_KEY`) still reaches
+/// the daemon's environment; the daemon then re-executes itself without it, carrying it
+/// together with the keys the launcher handed over.
+#[test]
+fn keys_the_launcher_left_are_moved_by_the_daemon_with_those_it_handed_over() {
+    let started = start_through_rein(
+        "REIN_CANARY_TOKEN",
+        "REIN_OTHER_API_KEY",
+        &[("REIN_CANARY_TOKEN", CANARY), ("REIN_OTHER_API_KEY", "sk-other")],
+    );
+    let held = started.info["key_variables"].as_array().cloned().unwrap_or_default();
+    assert!(held.contains(&json!("REIN_CANARY_TOKEN")), "{}", started.info);
+    assert!(held.contains(&json!("REIN_OTHER_API_KEY")), "{}", started.info);
+    if nix::unistd::geteuid().is_root() {
+        assert_eq!(handover_entries(&started.environ).len(), 1, "{}", started.environ);
+        assert_ne!(handover_entries(&started.environ), ["REIN_SECRETS_FD=0"]);
+        assert!(!started.environ.contains("REIN_CANARY_TOKEN"), "{}", started.environ);
+        assert!(!started.environ.contains("_API_KEY="), "{}", started.environ);
+    }
+}
