@@ -28,7 +28,7 @@
 //! one child gets the descriptor, even while other threads start daemons of their own.
 //!
 //! The keys come on stdin for the same reason: the daemon gets them without a re-execution of
-//! its own (about 3 ms of a cold start) and the starter still uses `posix_spawn`.
+//! its own (3 to 5 ms of a cold start) and the starter still uses `posix_spawn`.
 //!
 //! It is a crate of its own, not part of `rein-protocol`, because it is process handling (it
 //! spawns, waits and reaps, and needs `nix`), not a type that crosses the socket.

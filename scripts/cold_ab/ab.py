@@ -1,20 +1,24 @@
 """Cold and warm one-shot `rein run`, interleaved across builds, for comparing builds under
 the same load (docs/benchmarks.md, "Cost per turn as history grows", cold start).
 
-    python3 scripts/cold_ab/ab.py [--kept-home] N DIR [DIR...]
+    python3 scripts/cold_ab/ab.py [--kept-home] [--key] N DIR [DIR...]
 
 Each DIR holds a `rein` and a `reind` (copies of target/release). For each of N rounds and
 each DIR: a REIN_HOME, one cold `rein run --approve yolo "say ok"` (no daemon: `rein`
 starts it), two untimed runs, one timed warm run on the daemon the cold run started, then
 `rein daemon stop`. The home is a fresh one each round (a first run ever: the daemon also
 makes its directories), or with --kept-home one per DIR kept across rounds (a daemon that is
-not running, after a reboot or an upgrade, on a home that already holds sessions). The provider is fake_provider.py (one streamed "ok" per request) on
-127.0.0.1. Timing is perf_counter around the child process.
+not running, after a reboot or an upgrade, on a home that already holds sessions). With
+--key, `rein` runs with a provider key exported (ANTHROPIC_API_KEY, as most users have one),
+which the daemon must keep out of its environment; without it, no key variable is set. The
+provider is fake_provider.py (one streamed "ok" per request) on 127.0.0.1. Timing is
+perf_counter around the child process.
 """
 import os, subprocess, sys, tempfile, time, statistics, shutil
 args = sys.argv[1:]
 kept = "--kept-home" in args
-args = [a for a in args if a != "--kept-home"]
+key = "--key" in args
+args = [a for a in args if a not in ("--kept-home", "--key")]
 N = int(args[0]); builds = args[1:]
 here = os.path.dirname(os.path.abspath(__file__))
 fake = subprocess.Popen([sys.executable, os.path.join(here, "fake_provider.py")],
@@ -43,8 +47,12 @@ def home_for(b):
 for i in range(N):
     for b in builds:
         home = home_for(b)
-        env = dict(os.environ, REIN_HOME=home, REIN_SOCKET=f"{home}/run/reind.sock",
+        env = {name: value for name, value in os.environ.items()
+               if not name.endswith("_API_KEY")}
+        env.update(REIN_HOME=home, REIN_SOCKET=f"{home}/run/reind.sock",
                    REIN_DAEMON_BIN=os.path.join(b, "reind"), NO_COLOR="1")
+        if key:
+            env["ANTHROPIC_API_KEY"] = "sk-ant-benchmark-not-a-real-key"
         rein = os.path.join(b, "rein")
         res[(b, "cold")].append(run(env, rein))
         run(env, rein); run(env, rein)
