@@ -240,19 +240,10 @@ pub enum ConfigError {
     },
 }
 
-/// The files tried, in order: `<home>/config.toml`, then the XDG config dir's.
-pub fn candidate_paths(home: &Path) -> Vec<PathBuf> {
-    let mut paths = vec![home.join("config.toml")];
-    if let Some(dir) = dirs::config_dir() {
-        paths.push(dir.join("rein").join("config.toml"));
-    }
-    paths
-}
-
 /// Loads the first configuration file that exists; defaults when there is none. Returns the
 /// file used, if any.
 pub fn load(home: &Path) -> Result<(Config, Option<PathBuf>), ConfigError> {
-    for path in candidate_paths(home) {
+    for path in rein_protocol::paths::config_candidates(home) {
         let text = match std::fs::read_to_string(&path) {
             Ok(text) => text,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,

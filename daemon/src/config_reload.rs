@@ -7,12 +7,13 @@
 //! (log, `daemon/info`'s `config_error`, a `config_reloaded` daemon event) and the daemon keeps
 //! the settings it had. `[sessions]` settings apply at the next start only.
 
-use crate::config::{self, candidate_paths, session_defaults};
+use crate::config::{self, session_defaults};
 use crate::hub::Hub;
 use crate::keys::KeyStore;
 use rein_ai::Registry;
 use rein_protocol::event::DaemonEvent;
 use rein_protocol::method::LocalServer;
+use rein_protocol::paths::config_candidates;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
@@ -27,7 +28,7 @@ struct Stamp {
 }
 
 fn stamps(home: &Path) -> Vec<Option<Stamp>> {
-    candidate_paths(home)
+    config_candidates(home)
         .iter()
         .map(|path| {
             std::fs::metadata(path).ok().map(|meta| Stamp {

@@ -10,7 +10,7 @@
 //!   environment it was started with. `rein` starts it without the key variables and hands
 //!   them over on a pipe named by `REIN_SECRETS_FD` (`rein_launch::key_handover`); a daemon
 //!   that still finds key variables in its environment (started by hand or by a service
-//!   manager, or with a configured key variable the launcher does not recognise) re-executes
+//!   manager, or by a starter that could not read the configuration) re-executes
 //!   itself without them at start, while single-threaded, handing them over the same way.
 //!   The daemon reads the pipe into memory and lets go of it, so the environment the kernel
 //!   shows for the daemon holds no key;

@@ -10,11 +10,13 @@
 //! Two starters use it: the launcher ([`crate::start_detached`]), which gives the pipe to the
 //! daemon as its stdin, and a daemon started some other way (by hand, by a service manager)
 //! that still finds keys in its environment and re-executes itself without them. The launcher
-//! does not read the daemon's configuration, so it moves the variables named `*_API_KEY`; a
-//! configured key variable of another name is moved by the daemon's re-execution.
+//! moves the variables named `*_API_KEY` and those the configuration names
+//! ([`configured_key_variables`]); anything it missed (a configuration it could not read) is
+//! moved by the daemon's re-execution.
 
 use std::collections::HashMap;
 use std::ffi::OsString;
+use std::path::Path;
 
 /// The environment variable naming the descriptor that carries the keys to a starting daemon.
 pub const SECRETS_FD_VAR: &str = "REIN_SECRETS_FD";
@@ -32,6 +34,28 @@ pub struct MalformedKeys;
 /// any variable named `*_API_KEY`.
 pub fn is_key_variable(name: &str, known: &[String]) -> bool {
     known.iter().any(|k| k == name) || name.ends_with("_API_KEY")
+}
+
+/// The key variables the daemon's configuration names: each provider table's `api_key_env` in
+/// the first configuration file of `home` that can be read (the one the daemon reads, see
+/// `rein_protocol::paths::config_candidates`). Empty when there is none or it does not parse:
+/// the daemon reports a broken file itself, and moves the keys it still finds.
+pub fn configured_key_variables(home: &Path) -> Vec<String> {
+    let text = rein_protocol::paths::config_candidates(home)
+        .iter()
+        .find_map(|path| std::fs::read_to_string(path).ok());
+    let Some(table) = text.and_then(|text| text.parse::<toml::Table>().ok()) else {
+        return Vec::new();
+    };
+    let Some(providers) = table.get("providers").and_then(toml::Value::as_table) else {
+        return Vec::new();
+    };
+    providers
+        .values()
+        .filter_map(|provider| provider.get("api_key_env")?.as_str())
+        .filter(|name| !name.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// The provider-key variables of this process's environment (see [`is_key_variable`]).
@@ -140,6 +164,21 @@ mod tests {
         assert!(is_key_variable("GROQ_API_KEY", &known));
         assert!(!is_key_variable("HOME", &known));
         assert!(!is_key_variable("API_KEY_HELPER", &known));
+    }
+
+    #[test]
+    fn the_configured_key_variables_are_each_providers_api_key_env() {
+        let home = tempfile::tempdir().unwrap();
+        let config = "model = \"a/m\"\n[providers.a]\napi = \"openai-chat\"\n\
+                      api_key_env = \"A_TOKEN\"\n[providers.b]\napi_key_env = \"\"\n\
+                      [providers.c]\nbase_url = \"http://127.0.0.1:9\"\n\
+                      [providers.d]\napi_key_env = \"D_SECRET\"\n";
+        std::fs::write(home.path().join("config.toml"), config).unwrap();
+        assert_eq!(configured_key_variables(home.path()), ["A_TOKEN", "D_SECRET"]);
+        std::fs::write(home.path().join("config.toml"), "[providers.a\n").unwrap();
+        assert!(configured_key_variables(home.path()).is_empty());
+        std::fs::write(home.path().join("config.toml"), "providers = 3\n").unwrap();
+        assert!(configured_key_variables(home.path()).is_empty());
     }
 
     #[test]

@@ -256,7 +256,11 @@ pub fn start_detached(
 /// start without (see [`key_handover`]); `/dev/null` when there are none or they do not fit
 /// the pipe (the daemon then moves them itself).
 fn hand_over_keys(command: &mut Command) -> std::io::Result<Stdio> {
-    let keys = key_handover::EnvironmentKeys::of_this_process(&[]);
+    // The daemon's home is found from the same environment it inherits.
+    let known = rein_protocol::paths::rein_home()
+        .map(|home| key_handover::configured_key_variables(&home))
+        .unwrap_or_default();
+    let keys = key_handover::EnvironmentKeys::of_this_process(&known);
     let Some(pipe) = key_handover::filled_pipe(&keys)? else {
         // Not one inherited from whoever started this process.
         command.env_remove(key_handover::SECRETS_FD_VAR);

@@ -27,6 +27,16 @@ pub fn rein_home() -> Result<PathBuf, PathsError> {
     dirs::data_dir().map(|dir| dir.join("rein")).ok_or(PathsError::NoHome)
 }
 
+/// The configuration files the daemon tries, in order: `<home>/config.toml`, then
+/// `<XDG config dir>/rein/config.toml`. The first that exists is the one read.
+pub fn config_candidates(home: &std::path::Path) -> Vec<PathBuf> {
+    let mut paths = vec![home.join("config.toml")];
+    if let Some(dir) = dirs::config_dir() {
+        paths.push(dir.join("rein").join("config.toml"));
+    }
+    paths
+}
+
 /// The socket under a state directory: `<home>/run/reind.sock`.
 pub fn socket_in(home: &std::path::Path) -> PathBuf {
     home.join("run").join("reind.sock")

@@ -136,22 +136,17 @@ fn the_models_bash_cannot_read_the_key_from_anywhere() {
     );
 }
 
-/// What a daemon that `rein` started showed: its info, and the environment the kernel shows
-/// for it (empty unless the tests run as root: only root may read a non-dumpable process's).
-struct StartedByRein {
+/// What a daemon showed after a `rein run` through it: its info, and the environment the
+/// kernel shows for it (empty unless the tests run as root: only root may read a
+/// non-dumpable process's).
+struct Observed {
     info: serde_json::Value,
     environ: String,
 }
 
-/// Runs `rein run` with `variables` in its environment and a configuration whose model's
-/// provider reads `model_key` and whose second provider reads `other_key`, letting `rein`
-/// start the daemon; checks the canary reached the provider, then stops the daemon.
-fn start_through_rein(
-    model_key: &str,
-    other_key: &str,
-    variables: &[(&str, &str)],
-) -> StartedByRein {
-    let fake = BackgroundFake::start(Vec::new());
+/// A home whose model's provider reads the key variable `model_key` and whose second provider
+/// reads `other_key`, both served by `fake`.
+fn home_with_two_keys(fake: &BackgroundFake, model_key: &str, other_key: &str) -> DaemonFixture {
     let daemon = DaemonFixture::new();
     let config = format!(
         "model = \"local/test-model\"\napproval_policy = \"yolo\"\n\n[providers.local]\n\
@@ -161,10 +156,20 @@ fn start_through_rein(
         url = fake.base_url()
     );
     std::fs::write(daemon.home().join("config.toml"), config).unwrap();
-    let project = tempfile::tempdir().unwrap();
     hand_over(daemon.home());
-    hand_over(project.path());
+    daemon
+}
 
+/// Runs `rein run` with `variables` in its environment (starting the daemon when none runs),
+/// reads the daemon's info and environment, stops it, and checks the canary reached the
+/// provider and is not in the daemon's environment.
+fn run_and_observe(
+    daemon: &DaemonFixture,
+    fake: &BackgroundFake,
+    variables: &[(&str, &str)],
+) -> Observed {
+    let project = tempfile::tempdir().unwrap();
+    hand_over(project.path());
     fake.push(Reply::text("hello"));
     let mut rein = daemon.rein();
     rein.current_dir(project.path()).args(["run", "--json", "say hello"]).stdin(Stdio::null());
@@ -196,7 +201,7 @@ fn start_through_rein(
     );
     let environ = String::from_utf8_lossy(&environ).to_string();
     assert!(!environ.contains(CANARY), "the key is in the daemon's environment");
-    StartedByRein { info, environ }
+    Observed { info, environ }
 }
 
 /// The `REIN_SECRETS_FD=` entries of an environment.
@@ -204,49 +209,79 @@ fn handover_entries(environ: &str) -> Vec<&str> {
     environ.split('\0').filter(|entry| entry.starts_with("REIN_SECRETS_FD=")).collect()
 }
 
-/// The usual start: `rein` finds no daemon and starts one, with the key exported in the
-/// user's shell. The launcher hands the key over on the daemon's stdin, so the daemon never
-/// holds it in its environment and needs no re-execution of its own (one exec less on a cold
-/// start).
+/// Whether the daemon holds a key for each of `names` (`daemon/info`'s `key_variables`).
+fn holds_keys(info: &serde_json::Value, names: &[&str]) -> bool {
+    let held = info["key_variables"].as_array().cloned().unwrap_or_default();
+    names.iter().all(|name| held.contains(&json!(name)))
+}
+
+/// The usual start: `rein` finds no daemon and starts one, with the keys exported in the
+/// user's shell, one named `*_API_KEY` and one named only by the configuration. The launcher
+/// hands both over on the daemon's stdin, so the daemon never holds them in its environment
+/// and needs no re-execution of its own (one exec less on a cold start).
 #[test]
-fn a_daemon_started_by_rein_gets_the_key_on_a_pipe_not_in_its_environment() {
-    let started = start_through_rein(
-        "REIN_CANARY_API_KEY",
-        "REIN_OTHER_API_KEY",
-        &[("REIN_CANARY_API_KEY", CANARY), ("REIN_OTHER_API_KEY", "sk-other")],
-    );
-    let held = started.info["key_variables"].as_array().cloned().unwrap_or_default();
-    assert!(held.contains(&json!("REIN_OTHER_API_KEY")), "{}", started.info);
+fn a_daemon_started_by_rein_gets_the_keys_on_a_pipe_not_in_its_environment() {
+    let fake = BackgroundFake::start(Vec::new());
+    let daemon = home_with_two_keys(&fake, "REIN_CANARY_TOKEN", "REIN_OTHER_API_KEY");
+    let variables = [("REIN_CANARY_TOKEN", CANARY), ("REIN_OTHER_API_KEY", "sk-other")];
+    let observed = run_and_observe(&daemon, &fake, &variables);
+    let names = ["REIN_CANARY_TOKEN", "REIN_OTHER_API_KEY"];
+    assert!(holds_keys(&observed.info, &names), "{}", observed.info);
     if nix::unistd::geteuid().is_root() {
         // Descriptor 0 is the launcher's pipe; a re-executed daemon names a descriptor of its
         // own above the standard three.
-        assert_eq!(
-            handover_entries(&started.environ),
-            ["REIN_SECRETS_FD=0"],
-            "{}",
-            started.environ
-        );
-        assert!(!started.environ.contains("_API_KEY="), "{}", started.environ);
+        let environ = &observed.environ;
+        assert_eq!(handover_entries(environ), ["REIN_SECRETS_FD=0"], "{environ}");
+        assert!(names.iter().all(|name| !environ.contains(name)), "{environ}");
     }
 }
 
-/// A configured key variable the launcher does not recognise (not `*_API_KEY`) still reaches
-/// the daemon's environment; the daemon then re-executes itself without it, carrying it
-/// together with the keys the launcher handed over.
+/// A starter that handed some keys over but left another in the environment (here the test
+/// plays that starter, with the launcher's pipe on stdin): the daemon re-executes itself
+/// without the one left, carrying it together with those handed over.
 #[test]
-fn keys_the_launcher_left_are_moved_by_the_daemon_with_those_it_handed_over() {
-    let started = start_through_rein(
-        "REIN_CANARY_TOKEN",
-        "REIN_OTHER_API_KEY",
-        &[("REIN_CANARY_TOKEN", CANARY), ("REIN_OTHER_API_KEY", "sk-other")],
-    );
-    let held = started.info["key_variables"].as_array().cloned().unwrap_or_default();
-    assert!(held.contains(&json!("REIN_CANARY_TOKEN")), "{}", started.info);
-    assert!(held.contains(&json!("REIN_OTHER_API_KEY")), "{}", started.info);
+fn keys_left_in_the_environment_are_moved_by_the_daemon_with_those_handed_over() {
+    use std::io::Write;
+    let fake = BackgroundFake::start(Vec::new());
+    let daemon = home_with_two_keys(&fake, "REIN_CANARY_TOKEN", "REIN_OTHER_API_KEY");
+    let (reader, writer) = std::io::pipe().unwrap();
+    let payload = rein_launch::key_handover::encode([("REIN_OTHER_API_KEY", "sk-other")]);
+    (&writer).write_all(&payload).unwrap();
+    drop(writer);
     if nix::unistd::geteuid().is_root() {
-        assert_eq!(handover_entries(&started.environ).len(), 1, "{}", started.environ);
-        assert_ne!(handover_entries(&started.environ), ["REIN_SECRETS_FD=0"]);
-        assert!(!started.environ.contains("REIN_CANARY_TOKEN"), "{}", started.environ);
-        assert!(!started.environ.contains("_API_KEY="), "{}", started.environ);
+        // The daemon reopens the pipe through /proc/self/fd/0, which needs the pipe to be its
+        // user's, as it is when a starter of that user made it.
+        let nobody = Some(nix::unistd::Uid::from_raw(NOBODY));
+        nix::unistd::fchown(&reader, nobody, Some(nix::unistd::Gid::from_raw(NOBODY))).unwrap();
     }
+    let mut reind = daemon.reind();
+    reind
+        .arg("--foreground")
+        .env("REIN_SECRETS_FD", "0")
+        .env("REIN_CANARY_TOKEN", CANARY)
+        .stdin(reader)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    as_test_user(&mut reind);
+    let mut child = reind.spawn().unwrap();
+    // Not `DaemonFixture::wait_until_answering`: a daemon of another user refuses this
+    // process's connections.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !daemon.socket().exists() {
+        assert!(std::time::Instant::now() < deadline, "the daemon did not start");
+        assert!(child.try_wait().unwrap().is_none(), "the daemon exited");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let observed = run_and_observe(&daemon, &fake, &[]);
+    let names = ["REIN_CANARY_TOKEN", "REIN_OTHER_API_KEY"];
+    assert!(holds_keys(&observed.info, &names), "{}", observed.info);
+    if nix::unistd::geteuid().is_root() {
+        let environ = &observed.environ;
+        let handover = handover_entries(environ);
+        assert_eq!(handover.len(), 1, "{environ}");
+        assert_ne!(handover, ["REIN_SECRETS_FD=0"], "the daemon did not re-execute: {environ}");
+        assert!(names.iter().all(|name| !environ.contains(name)), "{environ}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
