@@ -432,9 +432,17 @@ async fn archive_partial(settings: &RunSettings, dir: &TaskDir, reason: &str) {
         return;
     }
     let partial = TaskDir::new(&target, "");
-    if let Some(session_id) = &attempt.session_id
-        && let Some((jsonl, version)) = export_stopped(&settings.socket, session_id).await
-    {
+    let exported = match &attempt.session_id {
+        Some(session_id) => match export_stopped(&settings.socket, session_id).await {
+            Ok(exported) => Some((session_id, exported)),
+            Err(error) => {
+                tracing::warn!(%error, session_id, "cannot export a partial attempt's session");
+                None
+            }
+        },
+        None => None,
+    };
+    if let Some((session_id, (jsonl, version))) = exported {
         let result = TaskResult {
             id: dir
                 .root()
@@ -484,20 +492,20 @@ async fn archive_partial(settings: &RunSettings, dir: &TaskDir, reason: &str) {
 
 /// Cancels a session's run if it still runs, waits for it to stop, and exports it. Returns the
 /// JSONL and the daemon's version.
-async fn export_stopped(socket: &Path, session_id: &str) -> Option<(String, String)> {
-    let mut client = Client::connect_or_start(socket).await.ok()?;
-    let hello = client.initialize(false).await.ok()?;
+async fn export_stopped(socket: &Path, session_id: &str) -> Result<(String, String), ClientError> {
+    let mut client = Client::connect_or_start(socket).await?;
+    let hello = client.initialize(false).await?;
     let session = SessionRef { session_id: session_id.to_string() };
-    let state = client.request::<rq::SessionOpen>(&session).await.ok()?;
+    let state = client.request::<rq::SessionOpen>(&session).await?;
     if state.running {
         let _ = client.request::<rq::SessionCancel>(&session).await;
         let waited =
             tokio::time::timeout(Duration::from_secs(30), wait_idle(&mut client, session_id));
         let _ = waited.await;
     }
-    let exported = session::export_all(&mut client, session_id, ExportFormat::Jsonl).await.ok()?;
+    let exported = session::export_all(&mut client, session_id, ExportFormat::Jsonl).await?;
     let _ = client.request::<rq::SessionClose>(session).await;
-    Some((exported.content, hello.daemon_version))
+    Ok((exported.content, hello.daemon_version))
 }
 
 #[cfg(test)]
