@@ -36,6 +36,18 @@ fn hand_over(path: &std::path::Path) {
     }
 }
 
+/// Waits until the daemon `child` (started by this test, maybe as another user) has made its
+/// socket. Not `DaemonFixture::wait_until_answering`: a daemon of another user refuses this
+/// process's connections.
+fn wait_for_socket(daemon: &DaemonFixture, child: &mut std::process::Child) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !daemon.socket().exists() {
+        assert!(std::time::Instant::now() < deadline, "the daemon did not start");
+        assert!(child.try_wait().unwrap().is_none(), "the daemon exited");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// What the model's bash runs: each way to the key, printing how many times the key's prefix
 /// was found (never the key itself) and the errors on the way.
 fn attempts(pid: u32) -> String {
@@ -82,12 +94,7 @@ fn the_models_bash_cannot_read_the_key_from_anywhere() {
     as_test_user(&mut reind);
     let mut child = reind.spawn().unwrap();
     let pid = child.id();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !daemon.socket().exists() {
-        assert!(std::time::Instant::now() < deadline, "the daemon did not start");
-        assert!(child.try_wait().unwrap().is_none(), "the daemon exited");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for_socket(&daemon, &mut child);
 
     // The daemon re-executed itself without the key and is not dumpable: its /proc entries
     // belong to root, and the environment the kernel shows holds no key.
@@ -264,14 +271,7 @@ fn keys_left_in_the_environment_are_moved_by_the_daemon_with_those_handed_over()
         .stderr(Stdio::null());
     as_test_user(&mut reind);
     let mut child = reind.spawn().unwrap();
-    // Not `DaemonFixture::wait_until_answering`: a daemon of another user refuses this
-    // process's connections.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while !daemon.socket().exists() {
-        assert!(std::time::Instant::now() < deadline, "the daemon did not start");
-        assert!(child.try_wait().unwrap().is_none(), "the daemon exited");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
+    wait_for_socket(&daemon, &mut child);
     let observed = run_and_observe(&daemon, &fake, &[]);
     let names = ["REIN_CANARY_TOKEN", "REIN_OTHER_API_KEY"];
     assert!(holds_keys(&observed.info, &names), "{}", observed.info);
