@@ -52,10 +52,22 @@ pub fn daemon_binary() -> PathBuf {
 /// `reind --foreground --detached` itself and waits on its start-notification pipe (the
 /// contract of `rein_launch`, which `reind` without `--foreground` uses too). Its
 /// logs go to `$REIN_HOME/logs/reind.log`; a daemon that exits before listening is reported
-/// with what it wrote to stderr.
+/// with what it wrote to stderr. [`spawn_daemon`] then [`await_daemon`].
 pub fn start_daemon(socket: &Path) -> Result<(), LaunchError> {
-    let binary = daemon_binary();
-    let (status, stderr) = match rein_launch::start_detached(&binary, socket, &[]) {
+    await_daemon(spawn_daemon(socket)?, socket)
+}
+
+/// Spawns a detached daemon on `socket` and returns while it starts (see
+/// [`rein_launch::spawn_detached`]): quick, so an async caller may call it in place and wait
+/// with [`await_daemon`] on a blocking thread, made while the daemon starts.
+pub fn spawn_daemon(socket: &Path) -> Result<rein_launch::Starting, LaunchError> {
+    Ok(rein_launch::spawn_detached(&daemon_binary(), socket, &[])?)
+}
+
+/// Waits (blocking) until the daemon spawned by [`spawn_daemon`] listens on `socket`; a daemon
+/// that lost the race to another client's is fine once the winner answers.
+pub fn await_daemon(starting: rein_launch::Starting, socket: &Path) -> Result<(), LaunchError> {
+    let (status, stderr) = match starting.wait() {
         Ok(Started::Listening { pid }) => {
             tracing::debug!(pid, socket = %socket.display(), "started reind");
             return Ok(());

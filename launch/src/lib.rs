@@ -101,30 +101,39 @@ impl ReadyPipe {
         Ok(DAEMON_READY_FD)
     }
 
+    /// This process's end once the daemon was spawned: its copy of the write end is closed,
+    /// so the pipe ends when the daemon's copy does.
+    fn into_reader(self) -> std::io::PipeReader {
+        self.reader
+    }
+
     /// Waits, after the daemon was spawned, until it listens or is gone, for at most
-    /// `timeout`. Closes this process's copy of the write end first, so the pipe ends when
-    /// the daemon's copy does.
+    /// `timeout`.
     pub fn wait(self, timeout: Duration) -> Readiness {
-        let Self { reader, writer } = self;
-        drop(writer);
-        // Polled on this thread, so the starter runs on as soon as the byte arrives.
-        let deadline = Instant::now() + timeout;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let wait = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
-            let mut fds = [PollFd::new(reader.as_fd(), PollFlags::POLLIN)];
-            match poll(&mut fds, wait) {
-                Ok(0) if left.is_zero() => return Readiness::TimedOut,
-                Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
-                Ok(_) => {}
-                Err(_) => return Readiness::Gone,
-            }
-            let mut byte = [0_u8; 1];
-            match (&reader).read(&mut byte) {
-                Ok(1) => return Readiness::Listening,
-                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
-                _ => return Readiness::Gone,
-            }
+        wait_for_byte(&self.into_reader(), timeout)
+    }
+}
+
+/// Waits on the start-notification pipe's read end until a byte comes (listening), the pipe
+/// ends (gone) or `timeout` passes. Polled on the calling thread, so the starter runs on as
+/// soon as the byte arrives.
+fn wait_for_byte(reader: &std::io::PipeReader, timeout: Duration) -> Readiness {
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let wait = PollTimeout::try_from(left).unwrap_or(PollTimeout::MAX);
+        let mut fds = [PollFd::new(reader.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, wait) {
+            Ok(0) if left.is_zero() => return Readiness::TimedOut,
+            Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
+            Ok(_) => {}
+            Err(_) => return Readiness::Gone,
+        }
+        let mut byte = [0_u8; 1];
+        match (&*reader).read(&mut byte) {
+            Ok(1) => return Readiness::Listening,
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            _ => return Readiness::Gone,
         }
     }
 }
@@ -204,12 +213,25 @@ pub enum StartError {
 
 /// Starts `binary` as a detached daemon serving `socket` (the contract in the module
 /// documentation; `extra` are further `reind` flags) and waits until its socket listens or it
-/// exits.
+/// exits: [`spawn_detached`], then [`Starting::wait`].
 pub fn start_detached(
     binary: &Path,
     socket: &Path,
     extra: &[OsString],
 ) -> Result<Started, StartError> {
+    spawn_detached(binary, socket, extra)?.wait()
+}
+
+/// Spawns `binary` as a detached daemon serving `socket` (the contract in the module
+/// documentation; `extra` are further `reind` flags) and returns at once, while the daemon is
+/// still starting: a starter with something else to do (`rein` making its own threads) does it
+/// during the daemon's start instead of after it. The daemon is handed to a thread that waits
+/// for its exit (so a long-lived starter leaves no zombie), made now for the same reason.
+pub fn spawn_detached(
+    binary: &Path,
+    socket: &Path,
+    extra: &[OsString],
+) -> Result<Starting, StartError> {
     let ready = ReadyPipe::new().map_err(StartError::Pipe)?;
     let mut command = Command::new(binary);
     let ready_fd = ready.hand_to(&mut command).map_err(StartError::Pipe)?;
@@ -226,28 +248,101 @@ pub fn start_detached(
         .stderr(Stdio::piped())
         .process_group(0);
     let spawned = command.spawn();
+    // The command holds a copy of the write end, as does `ready` until it becomes its reader.
     drop(command);
+    let reader = ready.into_reader();
     let mut child =
         spawned.map_err(|source| StartError::Spawn { binary: binary.to_path_buf(), source })?;
-    match ready.wait(READY_TIMEOUT) {
-        Readiness::Listening => {
-            let pid = child.id();
-            reap_in_background(child);
-            Ok(Started::Listening { pid })
-        }
-        Readiness::Gone => {
-            // Read to the end before waiting, so a daemon with a lot to say is not blocked on
-            // a full pipe while this waits for it to exit.
-            let mut stderr = String::new();
-            if let Some(mut pipe) = child.stderr.take() {
-                let _ = pipe.read_to_string(&mut stderr);
+    let pid = child.id();
+    let stderr = child.stderr.take();
+    Ok(Starting {
+        reader,
+        stderr,
+        exit: DaemonExit::watch(child),
+        pid,
+        socket: socket.to_path_buf(),
+    })
+}
+
+/// A daemon spawned by [`spawn_detached`] whose socket may not listen yet.
+#[derive(Debug)]
+pub struct Starting {
+    /// The start-notification pipe's read end (the daemon holds the only write end).
+    reader: std::io::PipeReader,
+    /// The daemon's stderr, read only if it exits before listening.
+    stderr: Option<std::process::ChildStderr>,
+    /// How its exit status is learned.
+    exit: DaemonExit,
+    /// Its process id.
+    pid: u32,
+    /// The socket it was told to serve.
+    socket: PathBuf,
+}
+
+impl Starting {
+    /// Waits until the daemon's socket listens or the daemon exits, for at most
+    /// [`READY_TIMEOUT`]. A daemon that listens (or does not answer in time) is left running;
+    /// its stderr is closed here, as nobody reads it once it listens.
+    pub fn wait(self) -> Result<Started, StartError> {
+        let Self { reader, mut stderr, exit, pid, socket } = self;
+        match wait_for_byte(&reader, READY_TIMEOUT) {
+            Readiness::Listening => Ok(Started::Listening { pid }),
+            Readiness::Gone => {
+                // Read to the end before waiting, so a daemon with a lot to say is not blocked
+                // on a full pipe while this waits for it to exit.
+                let mut said = String::new();
+                if let Some(pipe) = stderr.as_mut() {
+                    let _ = pipe.read_to_string(&mut said);
+                }
+                let status = exit.status().map_err(StartError::Wait)?;
+                Ok(Started::Exited { status, stderr: said.trim().to_string() })
             }
-            let status = child.wait().map_err(StartError::Wait)?;
-            Ok(Started::Exited { status, stderr: stderr.trim().to_string() })
+            Readiness::TimedOut => Err(StartError::TimedOut { socket }),
         }
-        Readiness::TimedOut => {
-            reap_in_background(child);
-            Err(StartError::TimedOut { socket: socket.to_path_buf() })
+    }
+}
+
+/// How a starter learns a detached daemon's exit status.
+#[derive(Debug)]
+enum DaemonExit {
+    /// A thread of its own waits for the exit (and so reaps the daemon) and sends the status.
+    Watched(std::sync::mpsc::Receiver<std::io::Result<ExitStatus>>),
+    /// No thread could be made: the starter waits itself when it needs the status; a daemon
+    /// that keeps running is reaped when the starter exits instead.
+    Unwatched(std::process::Child),
+}
+
+impl DaemonExit {
+    /// Hands `child` to a thread that waits for its exit.
+    fn watch(child: std::process::Child) -> Self {
+        // The child goes to the thread over a channel, so it is still here when no thread
+        // can be made.
+        let (handed, taken) = std::sync::mpsc::sync_channel::<std::process::Child>(1);
+        let (sender, receiver) = std::sync::mpsc::sync_channel(1);
+        let reaper = std::thread::Builder::new().name("reind-reaper".into()).spawn(move || {
+            if let Ok(mut child) = taken.recv() {
+                // Once the daemon listens nobody reads the status: the send may find no one.
+                let _ = sender.send(child.wait());
+            }
+        });
+        if reaper.is_err() {
+            return Self::Unwatched(child);
+        }
+        match handed.send(child) {
+            Ok(()) => Self::Watched(receiver),
+            Err(std::sync::mpsc::SendError(child)) => Self::Unwatched(child),
+        }
+    }
+
+    /// The exit status, waiting for the exit.
+    fn status(self) -> std::io::Result<ExitStatus> {
+        match self {
+            Self::Watched(receiver) => receiver.recv().unwrap_or_else(|_| {
+                Err(std::io::Error::other(
+                    "the thread watching the daemon ended without its status",
+                ))
+            }),
+            Self::Unwatched(mut child) => child.wait(),
         }
     }
 }
@@ -271,18 +366,6 @@ fn hand_over_keys(command: &mut Command) -> std::io::Result<Stdio> {
     }
     command.env(key_handover::SECRETS_FD_VAR, DAEMON_KEYS_FD.to_string());
     Ok(Stdio::from(pipe))
-}
-
-/// Lets go of a daemon that keeps running: its stderr pipe is closed here (nobody reads it
-/// once it listens) and a thread waits for its exit, so a long-lived starter (an interactive
-/// `rein`) leaves no zombie when the daemon stops.
-fn reap_in_background(mut child: std::process::Child) {
-    drop(child.stderr.take());
-    let reaper = std::thread::Builder::new().name("reind-reaper".into()).spawn(move || {
-        let _ = child.wait();
-    });
-    // Without a thread the daemon is reaped when this process exits instead.
-    drop(reaper);
 }
 
 #[cfg(test)]
