@@ -209,34 +209,39 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// first requests, which it would slow on a small machine (it inspects every session file).
 const HOME_WALK_DELAY: Duration = Duration::from_secs(1);
 
-/// Starts, on a thread of its own, what the daemon needs soon but not for its first requests:
-/// - the allocator's purging thread, not needed before the first session closes (starting it
-///   took about 0.3 ms between listening and serving);
-/// - after [`HOME_WALK_DELAY`], the walk that makes everything under `REIN_HOME` the user's
-///   alone, the files made before this start too. The home itself was closed to others before
-///   the daemon wrote anything, so nobody else can reach what the walk has not yet visited. It
-///   grows with the number of session files: run beside the first request, it made a cold
-///   `rein run` about 3 ms slower (at the median, on 2 cores) on a home of 1,200 sessions.
+/// Starts, [`HOME_WALK_DELAY`] after the socket listens and on a thread of its own, what the
+/// daemon needs soon but not for its first requests:
+/// - the allocator's purging thread, not needed before the first session closes;
+/// - the walk that makes everything under `REIN_HOME` the user's alone, the files made before
+///   this start too. The home itself was closed to others before the daemon wrote anything, so
+///   nobody else can reach what the walk has not yet visited. It grows with the number of
+///   session files: run beside the first request, it made a cold `rein run` about 3 ms slower
+///   (at the median, on 2 cores) on a home of 1,200 sessions.
+///
+/// Both threads are made after the delay too (a runtime timer waits, not a thread): on two
+/// cores, making them while the first client connects competed with its first requests.
 ///
 /// The thread is not the runtime's: shutting down does not wait for it (a walk cut short by
-/// an exit is done again on the next start).
+/// an exit, or never started, is done again on the next start). Needs an entered runtime.
 fn start_background_care(home: std::path::PathBuf) {
-    let spawned = std::thread::Builder::new().name("home-walk".into()).spawn(move || {
-        allocator::start_purging();
-        std::thread::sleep(HOME_WALK_DELAY);
-        match home::make_private(&home) {
-            Ok(changed) => {
-                for path in &changed {
-                    tracing::warn!(path = %path.display(), "was readable by others; made private");
+    tokio::spawn(async move {
+        tokio::time::sleep(HOME_WALK_DELAY).await;
+        let spawned = std::thread::Builder::new().name("home-walk".into()).spawn(move || {
+            allocator::start_purging();
+            match home::make_private(&home) {
+                Ok(changed) => {
+                    for path in &changed {
+                        tracing::warn!(path = %path.display(), "was readable by others; made private");
+                    }
+                    tracing::info!(changed = changed.len(), "{HOME_PRIVATE}");
                 }
-                tracing::info!(changed = changed.len(), "{HOME_PRIVATE}");
+                Err(error) => tracing::error!(%error, "cannot make REIN_HOME private"),
             }
-            Err(error) => tracing::error!(%error, "cannot make REIN_HOME private"),
+        });
+        if let Err(error) = spawned {
+            tracing::warn!(%error, "no thread for the allocator's purging and the home's walk");
         }
     });
-    if let Err(error) = spawned {
-        tracing::warn!(%error, "no thread for the allocator's purging and the home's walk");
-    }
 }
 
 /// Does on a spare thread, while the main thread sets the daemon up (the starter waits, so a
