@@ -124,7 +124,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     if home_was_open {
         tracing::warn!(path = %home.display(), "was readable by others; made private");
     }
-    warm_up(&home);
+    let warm_up = warm_up(&home);
     tracing::debug!(keys = ?secrets, "provider keys held in memory only");
     let lookup = secrets.clone();
     // Keys come from the environment the daemon started with, then from `auth.toml`.
@@ -133,6 +133,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (registry, local_server) =
         runtime.block_on(first_run::build_registry(&config.providers_config(), &keys))?;
     let registry = Arc::new(registry);
+    warm_up.prepare(registry.clone());
     let entered = runtime.enter();
     let signals = ShutdownSignals::install().context("cannot install signal handlers")?;
     let bound = match listener::bind(&socket) {
@@ -247,11 +248,14 @@ fn start_background_care(home: std::path::PathBuf) {
 /// Does on a spare thread, while the main thread sets the daemon up (the starter waits, so a
 /// core is idle), the one-time work the first prompt would otherwise do on its path (issue
 /// 18): the built-in tools' parameter schemas (shared by every tool set of the process, see
-/// `rein_agent::ToolSet`), and the CPU feature probes that byte searches and hashing make on
-/// first use (each `cpuid` costs microseconds under a hypervisor).
-fn warm_up(home: &std::path::Path) {
+/// `rein_agent::ToolSet`), the CPU feature probes that byte searches and hashing make on
+/// first use (each `cpuid` costs microseconds under a hypervisor), and, once the registry is
+/// handed over ([`WarmUp::prepare`]), the default provider's HTTP client (for an `https`
+/// provider, reading the system's root certificates).
+fn warm_up(home: &std::path::Path) -> WarmUp {
     let context = rein_coding::ToolContext::new(home, rein_coding::FileLocks::default(), home);
     let home = home.to_path_buf();
+    let (registry, handed) = std::sync::mpsc::sync_channel::<Arc<Registry>>(1);
     let warmed = std::thread::Builder::new().name("warm-up".into()).spawn(move || {
         #[cfg(target_arch = "x86_64")]
         let _ = std::arch::is_x86_feature_detected!("avx2");
@@ -259,9 +263,27 @@ fn warm_up(home: &std::path::Path) {
         if let Err(error) = rein_agent::toolset::ToolSet::new(rein_coding::coding_tools(context)) {
             tracing::warn!(%error, "the built-in tools' schemas do not compile");
         }
+        // Gone when the start failed before the registry was made.
+        if let Ok(registry) = handed.recv() {
+            registry.prepare_default();
+        }
     });
     if let Err(error) = warmed {
         tracing::debug!(%error, "no thread to warm up on");
+    }
+    WarmUp { registry }
+}
+
+/// The warm-up thread's other half: takes the registry once it is made.
+struct WarmUp {
+    registry: std::sync::mpsc::SyncSender<Arc<Registry>>,
+}
+
+impl WarmUp {
+    /// Hands the registry to the warm-up thread, which makes its default provider's client.
+    fn prepare(self, registry: Arc<Registry>) {
+        // The thread is gone only when it could not be made: the first prompt makes it then.
+        let _ = self.registry.send(registry);
     }
 }
 

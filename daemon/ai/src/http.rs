@@ -103,6 +103,12 @@ impl HttpProvider {
     pub fn settings(&self) -> &ProviderSettings {
         &self.inner.settings
     }
+
+    /// Whether `other` is a clone of this provider (the same client and connection pool).
+    #[cfg(test)]
+    pub(crate) fn is_clone_of(&self, other: &HttpProvider) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
 }
 
 impl Provider for HttpProvider {
