@@ -1,6 +1,7 @@
 # A minimal OpenAI Chat Completions server on 127.0.0.1 for scripts/cold_ab/ab.py: every POST
 # gets one streamed "ok" (SSE, one write, TCP_NODELAY). Prints its port on the first line.
-import json, sys, socketserver
+# With two arguments, CERT and KEY (PEM files), it serves HTTPS instead of HTTP.
+import json, ssl, sys, socketserver
 from http.server import BaseHTTPRequestHandler, HTTPServer
 def chunk(delta, finish):
     return {"id":"c","object":"chat.completion.chunk","created":0,"model":"test-model",
@@ -19,8 +20,12 @@ class H(BaseHTTPRequestHandler):
         b=b'{"data":[]}'; self.send_response(200); self.send_header("content-length",str(len(b))); self.end_headers(); self.wfile.write(b)
     def log_message(self,*a): pass
 import socket
+tls=None
+if len(sys.argv)==3:
+    tls=ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER); tls.load_cert_chain(sys.argv[1],sys.argv[2])
 class S(socketserver.ThreadingMixIn, HTTPServer):
     daemon_threads=True
     def get_request(self):
-        c,a=self.socket.accept(); c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1); return c,a
+        c,a=self.socket.accept(); c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return (tls.wrap_socket(c,server_side=True) if tls else c),a
 s=S(("127.0.0.1",0),H); print(s.server_address[1],flush=True); s.serve_forever()
