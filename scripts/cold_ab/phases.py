@@ -1,0 +1,61 @@
+"""Where a cold `rein run` spends the time a warm one does not, stretch by stretch
+(docs/benchmarks.md, "Twelfth pass").
+
+    python3 scripts/cold_ab/phases.py N DIR
+
+DIR holds a `rein` and a `reind`. For each of N rounds: a fresh REIN_HOME, one cold run (no
+daemon: `rein` starts it), one untimed run, one warm run, then `rein daemon stop`. The timed
+runs go under `perf trace` on `rein` alone (its exec, connects, sends and exit only, so the tracing
+costs little), which splits each run at its requests: the start to the first connect, the
+first connect to the first request (on a cold run, the daemon's start), `initialize` and the
+next request, `session/create`, the two small requests after it, and the prompt to the exit.
+Prints each stretch's median, cold and warm. Needs `perf` and permission to trace (root, or
+perf_event_paranoid at most 1). The provider is fake_provider.py on 127.0.0.1.
+"""
+import os, re, statistics, subprocess, sys, tempfile
+
+N = int(sys.argv[1]); build = sys.argv[2]
+here = os.path.dirname(os.path.abspath(__file__))
+fake = subprocess.Popen([sys.executable, os.path.join(here, "fake_provider.py")],
+                        stdout=subprocess.PIPE, text=True)
+port = int(fake.stdout.readline())
+project = tempfile.mkdtemp()
+trace_file = os.path.join(tempfile.mkdtemp(), "trace.txt")
+EVENT = re.compile(r"\s*([\d.]+) \(.*?\): (?:\S+ )?(\w+)\(")
+STRETCHES = ["start to first connect", "first connect to first request",
+             "initialize and the next request", "session/create",
+             "the two requests after it", "prompt to exit", "whole run"]
+
+def traced_run(env):
+    subprocess.run(["perf", "trace", "--no-inherit", "-o", trace_file,
+                    "-e", "execve,connect,sendto,exit_group", os.path.join(build, "rein"), "run",
+                    "--approve", "yolo", "say ok"], cwd=project, env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    events = [(float(m.group(1)), m.group(2)) for m in map(EVENT.match, open(trace_file)) if m]
+    connects = [t for t, name in events if name == "connect"]
+    sends = [t for t, name in events if name == "sendto"]
+    end = next(t for t, name in events if name == "exit_group")
+    # Requests 1 to 6 are the first six sends; each answer comes before the next request.
+    marks = [0.0, connects[0], sends[0], sends[2], sends[3], sends[5], end]
+    return [b - a for a, b in zip(marks, marks[1:])] + [end]
+
+results = {"cold": [], "warm": []}
+for _ in range(N):
+    home = tempfile.mkdtemp()
+    with open(os.path.join(home, "config.toml"), "w") as config:
+        config.write(f'model = "fake/test-model"\n[providers.fake]\napi = "openai-chat"\n'
+                     f'base_url = "http://127.0.0.1:{port}/v1"\napi_key_env = ""\n')
+    env = {name: value for name, value in os.environ.items() if not name.endswith("_API_KEY")}
+    env.update(REIN_HOME=home, REIN_SOCKET=os.path.join(home, "run", "reind.sock"),
+               REIN_DAEMON_BIN=os.path.join(build, "reind"), NO_COLOR="1")
+    rein = os.path.join(build, "rein")
+    results["cold"].append(traced_run(env))
+    subprocess.run([rein, "run", "--approve", "yolo", "say ok"], cwd=project, env=env,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    results["warm"].append(traced_run(env))
+    subprocess.run([rein, "daemon", "stop"], env=env, stdout=subprocess.DEVNULL)
+fake.kill()
+for i, stretch in enumerate(STRETCHES):
+    cold = statistics.median(run[i] for run in results["cold"])
+    warm = statistics.median(run[i] for run in results["warm"])
+    print(f"{stretch:34s} cold {cold:6.2f} ms  warm {warm:6.2f} ms  difference {cold - warm:6.2f} ms")
