@@ -18,28 +18,14 @@ SSL_CERT_DIR still the system's directory, so the daemon reads as many root cert
 it does by default. Timing is perf_counter around the child process.
 """
 import os, subprocess, sys, tempfile, time, statistics, shutil
+import fixture
 args = sys.argv[1:]
 kept = "--kept-home" in args
 key = "--key" in args
 tls = "--tls" in args
 args = [a for a in args if a not in ("--kept-home", "--key", "--tls")]
 N = int(args[0]); builds = args[1:]
-here = os.path.dirname(os.path.abspath(__file__))
-certs = tempfile.mkdtemp()
-serve = [sys.executable, os.path.join(here, "fake_provider.py")]
-if tls:
-    cert, key_file, bundle = (os.path.join(certs, n) for n in ("cert.pem", "key.pem", "bundle.pem"))
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
-                    "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
-                    "-addext", "subjectAltName=IP:127.0.0.1",
-                    "-addext", "basicConstraints=critical,CA:FALSE",
-                    "-addext", "extendedKeyUsage=serverAuth",
-                    "-keyout", key_file, "-out", cert], check=True, capture_output=True)
-    with open(bundle, "w") as out:
-        out.write(open("/etc/ssl/certs/ca-certificates.crt").read() + open(cert).read())
-    serve += [cert, key_file]
-fake = subprocess.Popen(serve, stdout=subprocess.PIPE, text=True)
-port = int(fake.stdout.readline())
+fake, base_url, trust = fixture.start_provider(tls)
 proj = tempfile.mkdtemp()
 res = {(b, k): [] for b in builds for k in ("cold", "warm")}
 def run(env, rein):
@@ -55,22 +41,16 @@ def home_for(b):
     if kept and b in homes:
         return homes[b]
     home = tempfile.mkdtemp()
-    open(f"{home}/config.toml", "w").write(
-        f'model = "fake/test-model"\n[providers.fake]\napi = "openai-chat"\n'
-        f'base_url = "{"https" if tls else "http"}://127.0.0.1:{port}/v1"\napi_key_env = ""\n')
+    fixture.write_config(home, base_url)
     homes[b] = home
     return home
 for i in range(N):
     for b in builds:
         home = home_for(b)
-        env = {name: value for name, value in os.environ.items()
-               if not name.endswith("_API_KEY")}
-        env.update(REIN_HOME=home, REIN_SOCKET=f"{home}/run/reind.sock",
-                   REIN_DAEMON_BIN=os.path.join(b, "reind"), NO_COLOR="1")
+        env = fixture.client_env(home, b)
         if key:
             env["ANTHROPIC_API_KEY"] = "sk-ant-benchmark-not-a-real-key"
-        if tls:
-            env.update(SSL_CERT_FILE=bundle, SSL_CERT_DIR="/etc/ssl/certs")
+        env.update(trust)
         rein = os.path.join(b, "rein")
         res[(b, "cold")].append(run(env, rein))
         run(env, rein); run(env, rein)

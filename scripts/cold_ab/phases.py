@@ -13,12 +13,10 @@ Prints each stretch's median, cold and warm. Needs `perf` and permission to trac
 perf_event_paranoid at most 1). The provider is fake_provider.py on 127.0.0.1.
 """
 import os, re, statistics, subprocess, sys, tempfile
+import fixture
 
 N = int(sys.argv[1]); build = sys.argv[2]
-here = os.path.dirname(os.path.abspath(__file__))
-fake = subprocess.Popen([sys.executable, os.path.join(here, "fake_provider.py")],
-                        stdout=subprocess.PIPE, text=True)
-port = int(fake.stdout.readline())
+fake, base_url, _ = fixture.start_provider()
 project = tempfile.mkdtemp()
 trace_file = os.path.join(tempfile.mkdtemp(), "trace.txt")
 EVENT = re.compile(r"\s*([\d.]+) \(.*?\): (?:\S+ )?(\w+)\(")
@@ -42,12 +40,8 @@ def traced_run(env):
 results = {"cold": [], "warm": []}
 for _ in range(N):
     home = tempfile.mkdtemp()
-    with open(os.path.join(home, "config.toml"), "w") as config:
-        config.write(f'model = "fake/test-model"\n[providers.fake]\napi = "openai-chat"\n'
-                     f'base_url = "http://127.0.0.1:{port}/v1"\napi_key_env = ""\n')
-    env = {name: value for name, value in os.environ.items() if not name.endswith("_API_KEY")}
-    env.update(REIN_HOME=home, REIN_SOCKET=os.path.join(home, "run", "reind.sock"),
-               REIN_DAEMON_BIN=os.path.join(build, "reind"), NO_COLOR="1")
+    fixture.write_config(home, base_url)
+    env = fixture.client_env(home, build)
     rein = os.path.join(build, "rein")
     results["cold"].append(traced_run(env))
     subprocess.run([rein, "run", "--approve", "yolo", "say ok"], cwd=project, env=env,

@@ -11,6 +11,7 @@ exit. Nothing connects to the daemon, so no provider is needed (the configured o
 contacted). Timing is perf_counter around the child process.
 """
 import os, shutil, signal, statistics, subprocess, sys, tempfile, time
+import fixture
 
 N = int(sys.argv[1]); binaries = sys.argv[2:]
 listening = {b: [] for b in binaries}
@@ -18,9 +19,7 @@ version = {b: [] for b in binaries}
 for _ in range(N):
     for binary in binaries:
         home = tempfile.mkdtemp()
-        with open(f"{home}/config.toml", "w") as config:
-            config.write('model = "fake/test-model"\n[providers.fake]\napi = "openai-chat"\n'
-                         'base_url = "http://127.0.0.1:9/v1"\napi_key_env = ""\n')
+        fixture.write_config(home, "http://127.0.0.1:9/v1")
         env = dict(os.environ, REIN_HOME=home)
         ready, ready_w = os.pipe()
         start = time.perf_counter()
