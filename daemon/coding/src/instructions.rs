@@ -37,13 +37,13 @@ pub fn repo_root(cwd: &Path) -> Option<PathBuf> {
 }
 
 /// The directories searched for project instructions, outermost first: from the repository
-/// root (or, outside a repository, the file system root) down to `cwd`.
-pub fn instruction_dirs(cwd: &Path) -> Vec<PathBuf> {
-    let top = repo_root(cwd);
+/// root (or, outside a repository, the file system root) down to `cwd`. `repo_root` is what
+/// [`repo_root`] found for `cwd`: callers that need it too look for it once.
+pub fn instruction_dirs(cwd: &Path, repo_root: Option<&Path>) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     for dir in cwd.ancestors() {
         dirs.push(dir.to_path_buf());
-        if top.as_deref() == Some(dir) {
+        if repo_root == Some(dir) {
             break;
         }
     }
@@ -58,12 +58,11 @@ pub fn instruction_file_in(dir: &Path) -> Option<PathBuf> {
 }
 
 /// Every path whose appearance, change or removal can change the instructions: both names in
-/// the global directory and in each searched directory.
-pub fn candidate_paths(global_dir: Option<&Path>, cwd: &Path) -> Vec<PathBuf> {
+/// the global directory and in each searched directory (from [`instruction_dirs`]).
+pub fn candidate_paths(global_dir: Option<&Path>, searched: &[PathBuf]) -> Vec<PathBuf> {
     global_dir
         .into_iter()
-        .map(Path::to_path_buf)
-        .chain(instruction_dirs(cwd))
+        .chain(searched.iter().map(PathBuf::as_path))
         .flat_map(|dir| INSTRUCTION_FILE_NAMES.map(|name| dir.join(name)))
         .collect()
 }
@@ -80,13 +79,15 @@ mod tests {
         std::fs::create_dir_all(&cwd).unwrap();
         std::fs::create_dir_all(root.join(".git")).unwrap();
         assert_eq!(repo_root(&cwd), Some(root.clone()));
-        assert_eq!(instruction_dirs(&cwd), vec![root.clone(), root.join("a"), cwd.clone()]);
-        assert_eq!(instruction_dirs(&root), vec![root.clone()]);
+        let dirs = instruction_dirs(&cwd, repo_root(&cwd).as_deref());
+        assert_eq!(dirs, vec![root.clone(), root.join("a"), cwd.clone()]);
+        assert_eq!(instruction_dirs(&root, Some(&root)), vec![root.clone()]);
     }
 
     #[test]
     fn outside_a_repo_dirs_start_at_the_filesystem_root() {
-        let dirs = instruction_dirs(Path::new("/no/such/place"));
+        let cwd = Path::new("/no/such/place");
+        let dirs = instruction_dirs(cwd, repo_root(cwd).as_deref());
         assert_eq!(dirs.first().map(PathBuf::as_path), Some(Path::new("/")));
         assert_eq!(dirs.last().map(PathBuf::as_path), Some(Path::new("/no/such/place")));
     }

@@ -63,22 +63,36 @@ pub struct ContextFingerprint {
 /// A file's modification time (when the platform has one) and size.
 type FileState = (Option<SystemTime>, u64);
 
+/// Where a session's project files can be, from one walk up from the cwd (the walk probes each
+/// directory above it for `.git`).
+struct ProjectLayout {
+    /// The directories searched for instruction files, outermost first.
+    instruction_dirs: Vec<PathBuf>,
+    /// The project directories (see [`ContextSources::project_dirs`]).
+    project_dirs: Vec<PathBuf>,
+}
+
 impl ContextSources {
     /// The project directories: the repository root (or the cwd outside a repository) and the
     /// cwd, without repeats.
     pub fn project_dirs(&self) -> Vec<PathBuf> {
-        let root = instructions::repo_root(&self.cwd).unwrap_or_else(|| self.cwd.clone());
-        let mut dirs = vec![root];
-        if dirs[0] != self.cwd {
-            dirs.push(self.cwd.clone());
-        }
-        dirs
+        self.layout().project_dirs
     }
 
-    fn skill_roots(&self) -> Vec<(PathBuf, Scope)> {
-        let project = self
-            .project_dirs()
-            .into_iter()
+    fn layout(&self) -> ProjectLayout {
+        let root = instructions::repo_root(&self.cwd);
+        let instruction_dirs = instructions::instruction_dirs(&self.cwd, root.as_deref());
+        let mut project_dirs = vec![root.unwrap_or_else(|| self.cwd.clone())];
+        if project_dirs[0] != self.cwd {
+            project_dirs.push(self.cwd.clone());
+        }
+        ProjectLayout { instruction_dirs, project_dirs }
+    }
+
+    fn skill_roots(&self, layout: &ProjectLayout) -> Vec<(PathBuf, Scope)> {
+        let project = layout
+            .project_dirs
+            .iter()
             .rev()
             .flat_map(|dir| PROJECT_SKILL_DIRS.map(|sub| (dir.join(sub), Scope::Project)));
         project.chain(self.global_skills_dir.iter().map(|d| (d.clone(), Scope::Global))).collect()
@@ -87,9 +101,14 @@ impl ContextSources {
     /// Takes the fingerprint: one `stat` per candidate instruction file, config file, skills
     /// directory, skill directory and `SKILL.md`.
     pub fn fingerprint(&self) -> ContextFingerprint {
-        let mut watched = instructions::candidate_paths(self.global_dir.as_deref(), &self.cwd);
-        watched.extend(self.project_dirs().iter().map(|dir| dir.join(PROJECT_CONFIG_FILE)));
-        for (root, _) in self.skill_roots() {
+        self.fingerprint_of(&self.layout())
+    }
+
+    fn fingerprint_of(&self, layout: &ProjectLayout) -> ContextFingerprint {
+        let mut watched =
+            instructions::candidate_paths(self.global_dir.as_deref(), &layout.instruction_dirs);
+        watched.extend(layout.project_dirs.iter().map(|dir| dir.join(PROJECT_CONFIG_FILE)));
+        for (root, _) in self.skill_roots(layout) {
             for skill in skill_dirs(&root) {
                 watched.push(skill.join(SKILL_FILE_NAME));
                 watched.push(skill);
@@ -118,15 +137,15 @@ impl ContextSources {
 
     /// Loads the context. Unreadable files are logged and left out rather than failing.
     pub fn load(&self) -> ProjectContext {
-        let fingerprint = self.fingerprint();
+        let layout = self.layout();
+        let fingerprint = self.fingerprint_of(&layout);
         let mut excluded = Vec::new();
         let mut instructions = Vec::new();
         let mut seen = Vec::new();
 
         let global = self.global_dir.as_deref().and_then(instructions::instruction_file_in);
-        let project = instructions::instruction_dirs(&self.cwd)
-            .into_iter()
-            .filter_map(|dir| instructions::instruction_file_in(&dir));
+        let project =
+            layout.instruction_dirs.iter().filter_map(|dir| instructions::instruction_file_in(dir));
         let candidates = global
             .map(|path| (path, Scope::Global))
             .into_iter()
@@ -154,7 +173,7 @@ impl ContextSources {
         }
 
         let mut skills = SkillSet::default();
-        for (root, scope) in self.skill_roots() {
+        for (root, scope) in self.skill_roots(&layout) {
             if scope == Scope::Project && !self.trusted {
                 excluded.extend(
                     skill_dirs(&root)
@@ -169,7 +188,7 @@ impl ContextSources {
         }
 
         let mut project_config = Vec::new();
-        for file in self.project_dirs().iter().map(|dir| dir.join(PROJECT_CONFIG_FILE)) {
+        for file in layout.project_dirs.iter().map(|dir| dir.join(PROJECT_CONFIG_FILE)) {
             if !file.is_file() {
                 continue;
             }

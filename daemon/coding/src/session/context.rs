@@ -19,13 +19,13 @@ pub(crate) struct PromptContext {
 }
 
 impl PromptContext {
-    /// Loads the project context for `sources`.
-    pub(crate) fn load(
+    /// The prompt's inputs, with `context` as loaded from `sources`.
+    pub(crate) fn new(
         sources: ContextSources,
+        context: ProjectContext,
         tools: Vec<Arc<dyn Tool>>,
         extra_sections: Vec<String>,
     ) -> Self {
-        let context = sources.load();
         Self { sources, context, tools, extra_sections }
     }
 

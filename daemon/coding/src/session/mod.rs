@@ -94,7 +94,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::approval::{ApprovalAnswer, Approvals};
 use crate::file_tracker::FileTracker;
-use crate::project::ContextSources;
+use crate::project::{ContextSources, ProjectContext};
 use crate::project_config::ProjectConfig;
 use crate::tools::ToolContext;
 use context::PromptContext;
@@ -116,12 +116,16 @@ pub use verification::VERIFICATION_ENTRY_TYPE;
 /// The name given as `resolved_by` when the daemon itself answers an approval.
 pub const DAEMON_RESOLVER: &str = "daemon";
 
-/// What a session is loaded with beyond its file: an editor's own MCP servers.
+/// What a session is loaded with beyond its file: an editor's own MCP servers, the sandbox
+/// asked for and, at creation, the project context already loaded.
 #[derive(Debug, Default)]
 struct LoadExtensions {
     mcp_servers: std::collections::BTreeMap<String, rein_protocol::mcp::McpServerConfig>,
     /// The sandbox asked for at creation; the configured one when `None`.
     sandbox: Option<rein_protocol::method::SandboxMode>,
+    /// The project context as creation loaded it (for its config file), so it is not loaded
+    /// twice; loaded here when `None`.
+    project: Option<(ContextSources, ProjectContext)>,
 }
 
 /// What keeps a session from starting a run while it lasts.
@@ -279,15 +283,16 @@ impl CodingSession {
         if let Some(mode) = params.sandbox {
             ahead.push(sandbox_record::entry(mode));
         }
-        let (project, file) = {
+        let (project, loaded_context, file) = {
             let env = env.clone();
             let cwd_text = params.cwd.clone();
             let sandbox = params.sandbox;
             blocking::off_the_workers(move || {
                 // Read before the file is created, so a broken project file leaves no empty
                 // session.
-                let sources = context_sources(&env, &cwd_text).load();
-                let project = ProjectConfig::load(&sources.project_config)?;
+                let sources = context_sources(&env, &cwd_text);
+                let context = sources.load();
+                let project = ProjectConfig::load(&context.project_config)?;
                 // A sandbox that cannot be had fails the call before a session file exists.
                 crate::environment::for_session(
                     sandbox.unwrap_or(env.defaults.sandbox),
@@ -299,7 +304,7 @@ impl CodingSession {
                 if !ahead.is_empty() {
                     file.append_all(ahead)?;
                 }
-                Ok((project, file))
+                Ok((project, (sources, context), file))
             })
             .await?
         };
@@ -310,8 +315,11 @@ impl CodingSession {
             .approval_policy
             .or(project.approval_policy)
             .unwrap_or(env.defaults.approval_policy);
-        let extensions =
-            LoadExtensions { mcp_servers: params.mcp_servers.clone(), sandbox: params.sandbox };
+        let extensions = LoadExtensions {
+            mcp_servers: params.mcp_servers.clone(),
+            sandbox: params.sandbox,
+            project: Some(loaded_context),
+        };
         let session = Self::load(env, file, model, thinking, policy, sink, gate, extensions)?;
         session.record_settings()?;
         session.journal.settle().await?;
@@ -388,7 +396,11 @@ impl CodingSession {
             output_dir: crate::tools::spill::session_dir(&env.output_dir, &id),
             hidden_files: env.defaults.hidden_files.clone(),
         };
-        let sources = context_sources(&env, &cwd);
+        let (sources, context) = extensions.project.unwrap_or_else(|| {
+            let sources = context_sources(&env, &cwd);
+            let context = sources.load();
+            (sources, context)
+        });
         let trusted = sources.trusted;
         let mcp = mcp_tools::start_session_servers(
             &env,
@@ -400,8 +412,12 @@ impl CodingSession {
         let mcp_built = env.mcp.generation().wrapping_add(mcp.generation());
         let (tools, mcp_read_only) =
             mcp_tools::session_tools(tool_context.clone(), &[&env.mcp, &mcp]);
-        let prompt =
-            PromptContext::load(sources, tools.clone(), env.defaults.extra_prompt_sections.clone());
+        let prompt = PromptContext::new(
+            sources,
+            context,
+            tools.clone(),
+            env.defaults.extra_prompt_sections.clone(),
+        );
         let mut config = HarnessConfig::new(model.harness_provider(), model.info.clone());
         config.thinking_level = thinking;
         config.system_prompt = prompt.prompt();
