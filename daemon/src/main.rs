@@ -133,7 +133,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     let (registry, local_server) =
         runtime.block_on(first_run::build_registry(&config.providers_config(), &keys))?;
     let registry = Arc::new(registry);
-    warm_up.prepare(registry.clone());
+    warm_up.prepare(registry.clone(), runtime.handle().clone());
     let entered = runtime.enter();
     let signals = ShutdownSignals::install().context("cannot install signal handlers")?;
     let bound = match listener::bind(&socket) {
@@ -251,11 +251,13 @@ fn start_background_care(home: std::path::PathBuf) {
 /// `rein_agent::ToolSet`), the CPU feature probes that byte searches and hashing make on
 /// first use (each `cpuid` costs microseconds under a hypervisor), and, once the registry is
 /// handed over ([`WarmUp::prepare`]), the default provider's HTTP client (for an `https`
-/// provider, reading the system's root certificates).
+/// provider, reading the system's root certificates) and the first threads of the runtime's
+/// blocking pool ([`BLOCKING_THREADS_AHEAD`]).
 fn warm_up(home: &std::path::Path) -> WarmUp {
     let context = rein_coding::ToolContext::new(home, rein_coding::FileLocks::default(), home);
     let home = home.to_path_buf();
-    let (registry, handed) = std::sync::mpsc::sync_channel::<Arc<Registry>>(1);
+    let (registry, handed) =
+        std::sync::mpsc::sync_channel::<(Arc<Registry>, tokio::runtime::Handle)>(1);
     let warmed = std::thread::Builder::new().name("warm-up".into()).spawn(move || {
         #[cfg(target_arch = "x86_64")]
         let _ = std::arch::is_x86_feature_detected!("avx2");
@@ -264,8 +266,9 @@ fn warm_up(home: &std::path::Path) -> WarmUp {
             tracing::warn!(%error, "the built-in tools' schemas do not compile");
         }
         // Gone when the start failed before the registry was made.
-        if let Ok(registry) = handed.recv() {
+        if let Ok((registry, runtime)) = handed.recv() {
             registry.prepare_default();
+            drop(make_blocking_threads(&runtime, BLOCKING_THREADS_AHEAD));
         }
     });
     if let Err(error) = warmed {
@@ -274,16 +277,45 @@ fn warm_up(home: &std::path::Path) -> WarmUp {
     WarmUp { registry }
 }
 
+/// How many threads of the runtime's blocking pool the warm-up thread makes ahead: as many as
+/// a first `rein run` uses at once (the new session file's work, and beside it reads of the
+/// file). Made on first use, they cost a cold `rein run` about 1.2 ms at the median on 2 cores
+/// (each new thread also sets up an allocator arena); the pool keeps idle threads for its
+/// keep-alive time (10 s), well past a starter's first requests.
+const BLOCKING_THREADS_AHEAD: usize = 2;
+
+/// Makes the runtime's blocking pool start `count` threads now: `count` tasks that each wait,
+/// for at most a moment, until all have started, so none can run on a thread another has
+/// already left idle. Each task answers the thread it ran on (the daemon does not wait).
+fn make_blocking_threads(
+    runtime: &tokio::runtime::Handle,
+    count: usize,
+) -> Vec<tokio::task::JoinHandle<std::thread::ThreadId>> {
+    let started = Arc::new((std::sync::Mutex::new(0_usize), std::sync::Condvar::new()));
+    let task = move || {
+        let (lock, all_started) = &*started;
+        let mut here = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *here += 1;
+        all_started.notify_all();
+        // Bounded: a pool that cannot make a thread runs the rest one after another.
+        let _ =
+            all_started.wait_timeout_while(here, Duration::from_millis(100), |here| *here < count);
+        std::thread::current().id()
+    };
+    (0..count).map(|_| runtime.spawn_blocking(task.clone())).collect()
+}
+
 /// The warm-up thread's other half: takes the registry once it is made.
 struct WarmUp {
-    registry: std::sync::mpsc::SyncSender<Arc<Registry>>,
+    registry: std::sync::mpsc::SyncSender<(Arc<Registry>, tokio::runtime::Handle)>,
 }
 
 impl WarmUp {
-    /// Hands the registry to the warm-up thread, which makes its default provider's client.
-    fn prepare(self, registry: Arc<Registry>) {
+    /// Hands the registry and the runtime to the warm-up thread, which makes the default
+    /// provider's client and the first blocking threads.
+    fn prepare(self, registry: Arc<Registry>, runtime: tokio::runtime::Handle) {
         // The thread is gone only when it could not be made: the first prompt makes it then.
-        let _ = self.registry.send(registry);
+        let _ = self.registry.send((registry, runtime));
     }
 }
 
@@ -419,5 +451,18 @@ mod tests {
         assert!(args.foreground && args.detached);
         assert_eq!(args.socket, Some(PathBuf::from("/tmp/r.sock")));
         assert_eq!((args.ready_fd, args.max_connections), (Some(7), 9));
+    }
+
+    #[test]
+    fn the_blocking_threads_made_ahead_are_distinct_threads() {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let tasks = make_blocking_threads(runtime.handle(), 3);
+        let threads: std::collections::HashSet<_> = runtime
+            .block_on(async { futures::future::join_all(tasks).await })
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(threads.len(), 3);
+        assert!(!threads.contains(&std::thread::current().id()));
     }
 }
