@@ -256,7 +256,7 @@ fn start_background_care(home: std::path::PathBuf) {
 fn warm_up(home: &std::path::Path) -> WarmUp {
     let context = rein_coding::ToolContext::new(home, rein_coding::FileLocks::default(), home);
     let home = home.to_path_buf();
-    let (registry, handed) =
+    let (handover, handed) =
         std::sync::mpsc::sync_channel::<(Arc<Registry>, tokio::runtime::Handle)>(1);
     let warmed = std::thread::Builder::new().name("warm-up".into()).spawn(move || {
         #[cfg(target_arch = "x86_64")]
@@ -274,7 +274,7 @@ fn warm_up(home: &std::path::Path) -> WarmUp {
     if let Err(error) = warmed {
         tracing::debug!(%error, "no thread to warm up on");
     }
-    WarmUp { registry }
+    WarmUp { handover }
 }
 
 /// How many threads of the runtime's blocking pool the warm-up thread makes ahead: as many as
@@ -305,17 +305,18 @@ fn make_blocking_threads(
     (0..count).map(|_| runtime.spawn_blocking(task.clone())).collect()
 }
 
-/// The warm-up thread's other half: takes the registry once it is made.
+/// The warm-up thread's other half: takes the registry and the runtime once they are made.
 struct WarmUp {
-    registry: std::sync::mpsc::SyncSender<(Arc<Registry>, tokio::runtime::Handle)>,
+    handover: std::sync::mpsc::SyncSender<(Arc<Registry>, tokio::runtime::Handle)>,
 }
 
 impl WarmUp {
     /// Hands the registry and the runtime to the warm-up thread, which makes the default
     /// provider's client and the first blocking threads.
     fn prepare(self, registry: Arc<Registry>, runtime: tokio::runtime::Handle) {
-        // The thread is gone only when it could not be made: the first prompt makes it then.
-        let _ = self.registry.send((registry, runtime));
+        // The thread is gone only when it could not be made: the first requests make the
+        // client and the threads then.
+        let _ = self.handover.send((registry, runtime));
     }
 }
 
