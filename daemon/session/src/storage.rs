@@ -266,6 +266,12 @@ pub fn sync_parent_dir(path: &Path) -> Result<(), SessionError> {
     handle.sync_all().map_err(SessionError::io("sync directory", dir))
 }
 
+/// How long [`SessionLock::acquire`] tries a held lock again before answering `Locked`.
+const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The pause between two tries of a held lock.
+const LOCK_RETRY: std::time::Duration = std::time::Duration::from_millis(5);
+
 /// An advisory lock on one session, held while this value lives.
 #[derive(Debug)]
 pub struct SessionLock {
@@ -273,8 +279,12 @@ pub struct SessionLock {
 }
 
 impl SessionLock {
-    /// Takes the lock of the session file at `session_file` without waiting; `Locked` when any
-    /// other handle (in this process or another) holds it.
+    /// Takes the lock of the session file at `session_file`; `Locked` when any other handle
+    /// (in this process or another) holds it for longer than [`LOCK_PATIENCE`].
+    ///
+    /// A lock just released can still be held for a moment by a process this one is starting
+    /// (a tool command): between its fork and its exec the child holds a copy of every open
+    /// descriptor, the lock's too. So a held lock is tried again a few times before it counts.
     pub fn acquire(session_file: &Path) -> Result<Self, SessionError> {
         let path = paths::lock_file(session_file);
         let file = OpenOptions::new()
@@ -285,13 +295,19 @@ impl SessionLock {
             .mode(PRIVATE_FILE_MODE)
             .open(&path)
             .map_err(SessionError::io("open lock file", &path))?;
-        match file.try_lock() {
-            Ok(()) => Ok(Self { _file: file }),
-            Err(TryLockError::WouldBlock) => {
-                Err(SessionError::Locked { path: session_file.to_path_buf() })
-            }
-            Err(TryLockError::Error(source)) => {
-                Err(SessionError::Io { action: "lock", path, source })
+        let deadline = std::time::Instant::now() + LOCK_PATIENCE;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(Self { _file: file }),
+                Err(TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(LOCK_RETRY);
+                }
+                Err(TryLockError::WouldBlock) => {
+                    return Err(SessionError::Locked { path: session_file.to_path_buf() });
+                }
+                Err(TryLockError::Error(source)) => {
+                    return Err(SessionError::Io { action: "lock", path, source });
+                }
             }
         }
     }
@@ -507,6 +523,20 @@ pub fn keep_damaged_lines(
 mod tests {
     use super::*;
     use rein_protocol::EntryKind;
+
+    #[test]
+    fn a_lock_held_for_a_moment_is_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let held = SessionLock::acquire(&path).unwrap();
+        // As a starting tool process holds a copy of the descriptor until its exec.
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            drop(held);
+        });
+        assert!(SessionLock::acquire(&path).is_ok());
+        release.join().unwrap();
+    }
 
     fn header() -> SessionHeader {
         SessionHeader {
