@@ -12,6 +12,19 @@ use tikv_jemalloc_ctl::{Access, AsName, arenas, background_thread, max_backgroun
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// jemalloc's options, read by jemalloc itself before `main` through this C symbol (its weak
+/// default is replaced; `_RJEM_MALLOC_CONF` in the environment still overrides it).
+///
+/// `percpu_arena:percpu`: one arena per CPU, each thread allocating from the arena of the CPU
+/// it runs on. By default jemalloc gives each new thread an arena of its own up to four per
+/// CPU, and a new arena costs dozens of fresh pages of metadata and extents: a cold start made
+/// seven of them for its eight threads (about 170 of its 950 page faults, docs/benchmarks.md,
+/// "Fourteenth pass"). Per-CPU arenas keep threads on different CPUs apart as well as the
+/// default does, and fewer arenas hold fewer partly used pages.
+#[allow(unsafe_code)] // Naming a C symbol: jemalloc reads a NUL-terminated string through it.
+#[unsafe(export_name = "_rjem_malloc_conf")]
+static MALLOC_CONF: &[u8; 20] = b"percpu_arena:percpu\0";
+
 /// How long (ms) a freed dirty page stays mapped before it is purged (jemalloc's default is
 /// 10,000).
 const DIRTY_DECAY_MS: isize = 1_000;
@@ -49,5 +62,25 @@ pub(crate) fn start_purging() {
             let key = format!("arena.{arena}.{setting}\0");
             let _ = key.as_bytes().name().write(value);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn jemalloc_reads_the_options_compiled_in() {
+        // A variable set for the test run would override the compiled-in options.
+        if std::env::var_os("_RJEM_MALLOC_CONF").is_some() {
+            return;
+        }
+        let mode: &str = b"opt.percpu_arena\0".name().read().expect("a jemalloc option");
+        assert_eq!(mode.trim_end_matches('\0'), "percpu");
+        let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+        let arenas = arenas::narenas::read().expect("the number of arenas") as usize;
+        // One arena per CPU jemalloc counts (all online CPUs, which an affinity mask may
+        // narrow for this process), never the default of four per CPU.
+        assert!(arenas >= cpus && arenas < 4 * cpus.max(2), "{arenas} arenas for {cpus} CPUs");
     }
 }
