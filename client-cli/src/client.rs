@@ -108,13 +108,10 @@ pub async fn connect_or_start_stream(socket: &Path) -> Result<Stream, ClientErro
     match connect_stream(socket).await {
         Ok(stream) => Ok(stream),
         Err(ClientError::Connect { source, .. }) if nobody_listens(&source) => {
-            // Spawned here and waited for on a blocking thread, which is made while the
-            // daemon starts rather than before.
+            // Waited for by this runtime's event loop: no thread is made for it, and the
+            // connect follows the daemon's byte without a hand-over between threads.
             let starting = launcher::spawn_daemon(socket)?;
-            let socket_owned = socket.to_path_buf();
-            tokio::task::spawn_blocking(move || launcher::await_daemon(starting, &socket_owned))
-                .await
-                .map_err(|error| ClientError::Io(std::io::Error::other(error)))??;
+            launcher::daemon_listening(starting, socket).await?;
             connect_stream(socket).await
         }
         Err(other) => Err(other),

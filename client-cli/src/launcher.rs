@@ -52,22 +52,42 @@ pub fn daemon_binary() -> PathBuf {
 /// `reind --foreground --detached` itself and waits on its start-notification pipe (the
 /// contract of `rein_launch`, which `reind` without `--foreground` uses too). Its
 /// logs go to `$REIN_HOME/logs/reind.log`; a daemon that exits before listening is reported
-/// with what it wrote to stderr. [`spawn_daemon`] then [`await_daemon`].
+/// with what it wrote to stderr; a daemon that lost the race to another client's is fine once
+/// the winner answers. Blocks; an async caller uses [`spawn_daemon`] then [`daemon_listening`].
 pub fn start_daemon(socket: &Path) -> Result<(), LaunchError> {
-    await_daemon(spawn_daemon(socket)?, socket)
+    settle(spawn_daemon(socket)?.wait(), socket)
 }
 
 /// Spawns a detached daemon on `socket` and returns while it starts (see
 /// [`rein_launch::spawn_detached`]): quick, so an async caller may call it in place and wait
-/// with [`await_daemon`] on a blocking thread, made while the daemon starts.
+/// with [`daemon_listening`].
 pub fn spawn_daemon(socket: &Path) -> Result<rein_launch::Starting, LaunchError> {
     Ok(rein_launch::spawn_detached(&daemon_binary(), socket, &[])?)
 }
 
-/// Waits (blocking) until the daemon spawned by [`spawn_daemon`] listens on `socket`; a daemon
-/// that lost the race to another client's is fine once the winner answers.
-pub fn await_daemon(starting: rein_launch::Starting, socket: &Path) -> Result<(), LaunchError> {
-    let (status, stderr) = match starting.wait() {
+/// Waits until the daemon spawned by [`spawn_daemon`] listens on `socket`, as
+/// [`start_daemon`] does, on the caller's tokio runtime: the start-notification pipe is waited
+/// on by the runtime itself ([`rein_launch::Starting::listening`]); only a start that did not
+/// simply listen (a lost race, a daemon that exited) is settled on a blocking thread.
+pub async fn daemon_listening(
+    starting: rein_launch::Starting,
+    socket: &Path,
+) -> Result<(), LaunchError> {
+    let started = starting.listening().await;
+    if let Ok(Started::Listening { .. }) = started {
+        return settle(started, socket);
+    }
+    let socket = socket.to_path_buf();
+    tokio::task::spawn_blocking(move || settle(started, &socket))
+        .await
+        .map_err(|error| StartError::Wait(std::io::Error::other(error)))?
+}
+
+/// What a detached start's outcome means for the client: listening (or a lost race whose
+/// winner answers) is fine; anything else is the error to report. Blocks while it waits for
+/// a race's winner.
+fn settle(started: Result<Started, StartError>, socket: &Path) -> Result<(), LaunchError> {
+    let (status, stderr) = match started {
         Ok(Started::Listening { pid }) => {
             tracing::debug!(pid, socket = %socket.display(), "started reind");
             return Ok(());

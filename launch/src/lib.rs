@@ -38,7 +38,7 @@ pub mod key_handover;
 use nix::poll::{PollFd, PollFlags, PollTimeout, poll};
 use std::ffi::OsString;
 use std::io::{Read, Write};
-use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -138,6 +138,27 @@ fn wait_for_byte(reader: &std::io::PipeReader, timeout: Duration) -> Readiness {
     }
 }
 
+/// [`wait_for_byte`] on the calling task's tokio runtime: the pipe is registered with the
+/// runtime's event loop (an error when it cannot be), and the wait ends like the blocking one.
+async fn wait_for_byte_async(
+    reader: std::io::PipeReader,
+    timeout: Duration,
+) -> std::io::Result<Readiness> {
+    use tokio::io::AsyncReadExt;
+    let mut receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))?;
+    let read = async {
+        let mut byte = [0_u8; 1];
+        loop {
+            match receiver.read(&mut byte).await {
+                Ok(1) => return Readiness::Listening,
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+                _ => return Readiness::Gone,
+            }
+        }
+    };
+    Ok(tokio::time::timeout(timeout, read).await.unwrap_or(Readiness::TimedOut))
+}
+
 /// The daemon's end: tells the starter behind `fd` that the socket listens, then lets go of
 /// the pipe (also when the write failed): stdout (the launcher's choice) is pointed at
 /// `/dev/null`, so a later write to it goes nowhere instead of to whatever file took the
@@ -200,6 +221,9 @@ pub enum StartError {
         /// The cause.
         source: std::io::Error,
     },
+    /// The start-notification pipe could not be watched by the async runtime.
+    #[error("cannot watch the start-notification pipe: {0}")]
+    Watch(std::io::Error),
     /// The daemon closed the pipe but could not be waited for.
     #[error("cannot watch the daemon process: {0}")]
     Wait(std::io::Error),
@@ -257,10 +281,7 @@ pub fn spawn_detached(
     let stderr = child.stderr.take();
     Ok(Starting {
         reader,
-        stderr,
-        exit: DaemonExit::watch(child),
-        pid,
-        socket: socket.to_path_buf(),
+        watch: Watch { stderr, exit: DaemonExit::watch(child), pid, socket: socket.to_path_buf() },
     })
 }
 
@@ -269,6 +290,13 @@ pub fn spawn_detached(
 pub struct Starting {
     /// The start-notification pipe's read end (the daemon holds the only write end).
     reader: std::io::PipeReader,
+    /// What the starter learns the outcome from, once the pipe has spoken.
+    watch: Watch,
+}
+
+/// What a starter keeps of a spawned daemon besides the start-notification pipe.
+#[derive(Debug)]
+struct Watch {
     /// The daemon's stderr, read only if it exits before listening.
     stderr: Option<std::process::ChildStderr>,
     /// How its exit status is learned.
@@ -284,8 +312,33 @@ impl Starting {
     /// [`READY_TIMEOUT`]. A daemon that listens (or does not answer in time) is left running;
     /// its stderr is closed here, as nobody reads it once it listens.
     pub fn wait(self) -> Result<Started, StartError> {
-        let Self { reader, mut stderr, exit, pid, socket } = self;
-        match wait_for_byte(&reader, READY_TIMEOUT) {
+        let readiness = wait_for_byte(&self.reader, READY_TIMEOUT);
+        self.watch.outcome(readiness)
+    }
+
+    /// [`Starting::wait`] for a starter on a tokio runtime: the pipe is watched by the
+    /// runtime's own event loop, so no thread is made to wait on it and the waiting task runs
+    /// as soon as the byte comes (a cold `rein run` goes on to connect one thread hand-over
+    /// sooner). Only a daemon that is gone is then waited for, on a blocking thread.
+    pub async fn listening(self) -> Result<Started, StartError> {
+        let Self { reader, watch } = self;
+        let readiness =
+            wait_for_byte_async(reader, READY_TIMEOUT).await.map_err(StartError::Watch)?;
+        if readiness == Readiness::Listening {
+            return Ok(Started::Listening { pid: watch.pid });
+        }
+        tokio::task::spawn_blocking(move || watch.outcome(readiness))
+            .await
+            .map_err(|error| StartError::Wait(std::io::Error::other(error)))?
+    }
+}
+
+impl Watch {
+    /// What `readiness` means for the start: for a daemon that is gone, what it said on
+    /// stderr and its exit status, waiting for its exit (blocking).
+    fn outcome(self, readiness: Readiness) -> Result<Started, StartError> {
+        let Self { mut stderr, exit, pid, socket } = self;
+        match readiness {
             Readiness::Listening => Ok(Started::Listening { pid }),
             Readiness::Gone => {
                 // Read to the end before waiting, so a daemon with a lot to say is not blocked
@@ -450,6 +503,42 @@ mod tests {
             }
             other => panic!("expected an exit, got {other:?}"),
         }
+
+        // The same two starts waited for on a tokio runtime's event loop.
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let binary = dir.path().join("listens");
+        let started = runtime.block_on(spawn_detached(&binary, &socket, &[]).unwrap().listening());
+        let Started::Listening { pid } = started.unwrap() else { panic!("not listening") };
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap());
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
+        let binary = dir.path().join("exits");
+        match runtime.block_on(spawn_detached(&binary, &socket, &[]).unwrap().listening()) {
+            Ok(Started::Exited { status, stderr }) => {
+                assert_eq!(status.code(), Some(i32::from(EXIT_ALREADY_RUNNING)));
+                assert_eq!(stderr, "reind: already serving");
+            }
+            other => panic!("expected an exit, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_event_loop_wait_tells_a_byte_a_closed_pipe_and_silence_apart() {
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let wait = |pipe: ReadyPipe, timeout| {
+            runtime.block_on(wait_for_byte_async(pipe.into_reader(), timeout)).unwrap()
+        };
+        let pipe = ReadyPipe::new().unwrap();
+        let mut daemon_end = pipe.writer.try_clone().unwrap();
+        daemon_end.write_all(b"\n").unwrap();
+        assert_eq!(wait(pipe, Duration::from_secs(10)), Readiness::Listening);
+
+        let pipe = ReadyPipe::new().unwrap();
+        drop(pipe.writer.try_clone().unwrap());
+        assert_eq!(wait(pipe, Duration::from_secs(10)), Readiness::Gone);
+
+        let pipe = ReadyPipe::new().unwrap();
+        let _daemon_end = pipe.writer.try_clone().unwrap();
+        assert_eq!(wait(pipe, Duration::from_millis(50)), Readiness::TimedOut);
     }
 
     #[test]
