@@ -18,9 +18,11 @@ static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// `percpu_arena:percpu`: one arena per CPU, each thread allocating from the arena of the CPU
 /// it runs on. By default jemalloc gives each new thread an arena of its own up to four per
 /// CPU, and a new arena costs dozens of fresh pages of metadata and extents: a cold start made
-/// seven of them for its eight threads (about 170 of its 950 page faults, docs/benchmarks.md,
+/// seven of them for its eight threads (about 185 of its 990 page faults, docs/benchmarks.md,
 /// "Fourteenth pass"). Per-CPU arenas keep threads on different CPUs apart as well as the
-/// default does, and fewer arenas hold fewer partly used pages.
+/// default does, and fewer arenas hold fewer partly used pages. Linux only: elsewhere jemalloc
+/// may have no way to ask for the current CPU, and would say so on stderr at every start.
+#[cfg(target_os = "linux")]
 #[allow(unsafe_code)] // Naming a C symbol: jemalloc reads a NUL-terminated string through it.
 #[unsafe(export_name = "_rjem_malloc_conf")]
 static MALLOC_CONF: &[u8; 20] = b"percpu_arena:percpu\0";
@@ -70,6 +72,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(target_os = "linux")]
     fn jemalloc_reads_the_options_compiled_in() {
         // A variable set for the test run would override the compiled-in options.
         if std::env::var_os("_RJEM_MALLOC_CONF").is_some() {
