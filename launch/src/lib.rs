@@ -319,7 +319,8 @@ impl Starting {
     /// [`Starting::wait`] for a starter on a tokio runtime: the pipe is watched by the
     /// runtime's own event loop, so no thread is made to wait on it and the waiting task runs
     /// as soon as the byte comes (a cold `rein run` goes on to connect one thread hand-over
-    /// sooner). Only a daemon that is gone is then waited for, on a blocking thread.
+    /// sooner). Only a daemon that is gone is then waited for, on a blocking thread. Called
+    /// on a runtime with its IO and time drivers enabled.
     pub async fn listening(self) -> Result<Started, StartError> {
         let Self { reader, watch } = self;
         let readiness =
