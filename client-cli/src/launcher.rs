@@ -55,22 +55,22 @@ pub fn daemon_binary() -> PathBuf {
 /// with what it wrote to stderr; a daemon that lost the race to another client's is fine once
 /// the winner answers. Blocks; an async caller uses [`spawn_daemon`] then [`daemon_listening`].
 pub fn start_daemon(socket: &Path) -> Result<(), LaunchError> {
-    settle(spawn_daemon(socket)?.wait(), socket)
+    settle(rein_launch::spawn_detached(&daemon_binary(), socket, &[])?.wait(), socket)
 }
 
-/// Spawns a detached daemon on `socket` and returns while it starts (see
-/// [`rein_launch::spawn_detached`]): quick, so an async caller may call it in place and wait
-/// with [`daemon_listening`].
-pub fn spawn_daemon(socket: &Path) -> Result<rein_launch::Starting, LaunchError> {
-    Ok(rein_launch::spawn_detached(&daemon_binary(), socket, &[])?)
+/// Spawns a detached daemon on `socket` through the caller's tokio runtime and returns while
+/// it starts (see [`rein_launch::spawn_detached_on_runtime`]): quick, so an async caller may
+/// call it in place and wait with [`daemon_listening`].
+pub fn spawn_daemon(socket: &Path) -> Result<rein_launch::StartingOnRuntime, LaunchError> {
+    Ok(rein_launch::spawn_detached_on_runtime(&daemon_binary(), socket, &[])?)
 }
 
 /// Waits until the daemon spawned by [`spawn_daemon`] listens on `socket`, as
 /// [`start_daemon`] does, on the caller's tokio runtime: the start-notification pipe is waited
-/// on by the runtime itself ([`rein_launch::Starting::listening`]); only a start that did not
-/// simply listen (a lost race, a daemon that exited) is settled on a blocking thread.
+/// on by the runtime itself ([`rein_launch::StartingOnRuntime::listening`]); only a start that
+/// did not simply listen (a lost race, a daemon that exited) is settled on a blocking thread.
 pub async fn daemon_listening(
-    starting: rein_launch::Starting,
+    starting: rein_launch::StartingOnRuntime,
     socket: &Path,
 ) -> Result<(), LaunchError> {
     let started = starting.listening().await;

@@ -248,14 +248,47 @@ pub fn start_detached(
 
 /// Spawns `binary` as a detached daemon serving `socket` (the contract in the module
 /// documentation; `extra` are further `reind` flags) and returns at once, while the daemon is
-/// still starting: a starter with something else to do (`rein` making its own threads) does it
-/// during the daemon's start instead of after it. The daemon is handed to a thread that waits
-/// for its exit (so a long-lived starter leaves no zombie), made now for the same reason.
+/// still starting: a starter with something else to do does it during the daemon's start
+/// instead of after it. The daemon is handed to a thread that waits for its exit (so a
+/// long-lived starter leaves no zombie), made now for the same reason.
 pub fn spawn_detached(
     binary: &Path,
     socket: &Path,
     extra: &[OsString],
 ) -> Result<Starting, StartError> {
+    let (reader, spawned) = spawn_with(binary, socket, extra, |mut command| {
+        let mut child = command.spawn()?;
+        let stderr = child.stderr.take();
+        Ok((child.id(), stderr, DaemonExit::watch(child)))
+    })?;
+    let (pid, stderr, exit) = spawned;
+    Ok(Starting { reader, stderr, exit, pid, socket: socket.to_path_buf() })
+}
+
+/// [`spawn_detached`] for a starter on a tokio runtime (with its IO, time and signal drivers
+/// enabled), to be waited for with [`StartingOnRuntime::listening`]: the daemon is spawned
+/// through tokio, which reaps it whenever it exits, waited for or not, so no thread is made
+/// for that either (on two cores, every thread made while the daemon starts slows the start).
+pub fn spawn_detached_on_runtime(
+    binary: &Path,
+    socket: &Path,
+    extra: &[OsString],
+) -> Result<StartingOnRuntime, StartError> {
+    let (reader, child) = spawn_with(binary, socket, extra, |command| {
+        tokio::process::Command::from(command).spawn()
+    })?;
+    Ok(StartingOnRuntime { reader, child, socket: socket.to_path_buf() })
+}
+
+/// Spawns the detached daemon's command (the contract in the module documentation) with
+/// `spawn`, which consumes the command and with it the command's copy of the start pipe's
+/// write end. Returns the pipe's read end and what `spawn` made.
+fn spawn_with<T>(
+    binary: &Path,
+    socket: &Path,
+    extra: &[OsString],
+    spawn: impl FnOnce(Command) -> std::io::Result<T>,
+) -> Result<(std::io::PipeReader, T), StartError> {
     let ready = ReadyPipe::new().map_err(StartError::Pipe)?;
     let mut command = Command::new(binary);
     let ready_fd = ready.hand_to(&mut command).map_err(StartError::Pipe)?;
@@ -271,18 +304,13 @@ pub fn spawn_detached(
         .stdin(stdin)
         .stderr(Stdio::piped())
         .process_group(0);
-    let spawned = command.spawn();
-    // The command holds a copy of the write end, as does `ready` until it becomes its reader.
-    drop(command);
+    // Once spawned, the command (gone with `spawn`) no longer holds a copy of the write end,
+    // nor does `ready` once it becomes its reader: the pipe ends when the daemon's copy does.
+    let spawned = spawn(command);
     let reader = ready.into_reader();
-    let mut child =
+    let spawned =
         spawned.map_err(|source| StartError::Spawn { binary: binary.to_path_buf(), source })?;
-    let pid = child.id();
-    let stderr = child.stderr.take();
-    Ok(Starting {
-        reader,
-        watch: Watch { stderr, exit: DaemonExit::watch(child), pid, socket: socket.to_path_buf() },
-    })
+    Ok((reader, spawned))
 }
 
 /// A daemon spawned by [`spawn_detached`] whose socket may not listen yet.
@@ -290,13 +318,6 @@ pub fn spawn_detached(
 pub struct Starting {
     /// The start-notification pipe's read end (the daemon holds the only write end).
     reader: std::io::PipeReader,
-    /// What the starter learns the outcome from, once the pipe has spoken.
-    watch: Watch,
-}
-
-/// What a starter keeps of a spawned daemon besides the start-notification pipe.
-#[derive(Debug)]
-struct Watch {
     /// The daemon's stderr, read only if it exits before listening.
     stderr: Option<std::process::ChildStderr>,
     /// How its exit status is learned.
@@ -312,34 +333,8 @@ impl Starting {
     /// [`READY_TIMEOUT`]. A daemon that listens (or does not answer in time) is left running;
     /// its stderr is closed here, as nobody reads it once it listens.
     pub fn wait(self) -> Result<Started, StartError> {
-        let readiness = wait_for_byte(&self.reader, READY_TIMEOUT);
-        self.watch.outcome(readiness)
-    }
-
-    /// [`Starting::wait`] for a starter on a tokio runtime: the pipe is watched by the
-    /// runtime's own event loop, so no thread is made to wait on it and the waiting task runs
-    /// as soon as the byte comes (a cold `rein run` goes on to connect one thread hand-over
-    /// sooner). Only a daemon that is gone is then waited for, on a blocking thread. Called
-    /// on a runtime with its IO and time drivers enabled.
-    pub async fn listening(self) -> Result<Started, StartError> {
-        let Self { reader, watch } = self;
-        let readiness =
-            wait_for_byte_async(reader, READY_TIMEOUT).await.map_err(StartError::Watch)?;
-        if readiness == Readiness::Listening {
-            return Ok(Started::Listening { pid: watch.pid });
-        }
-        tokio::task::spawn_blocking(move || watch.outcome(readiness))
-            .await
-            .map_err(|error| StartError::Wait(std::io::Error::other(error)))?
-    }
-}
-
-impl Watch {
-    /// What `readiness` means for the start: for a daemon that is gone, what it said on
-    /// stderr and its exit status, waiting for its exit (blocking).
-    fn outcome(self, readiness: Readiness) -> Result<Started, StartError> {
-        let Self { mut stderr, exit, pid, socket } = self;
-        match readiness {
+        let Self { reader, mut stderr, exit, pid, socket } = self;
+        match wait_for_byte(&reader, READY_TIMEOUT) {
             Readiness::Listening => Ok(Started::Listening { pid }),
             Readiness::Gone => {
                 // Read to the end before waiting, so a daemon with a lot to say is not blocked
@@ -350,6 +345,39 @@ impl Watch {
                 }
                 let status = exit.status().map_err(StartError::Wait)?;
                 Ok(Started::Exited { status, stderr: said.trim().to_string() })
+            }
+            Readiness::TimedOut => Err(StartError::TimedOut { socket }),
+        }
+    }
+}
+
+/// A daemon spawned by [`spawn_detached_on_runtime`] whose socket may not listen yet.
+#[derive(Debug)]
+pub struct StartingOnRuntime {
+    /// The start-notification pipe's read end (the daemon holds the only write end).
+    reader: std::io::PipeReader,
+    /// The daemon, reaped by tokio whenever it exits.
+    child: tokio::process::Child,
+    /// The socket it was told to serve.
+    socket: PathBuf,
+}
+
+impl StartingOnRuntime {
+    /// [`Starting::wait`] on the runtime: the pipe is watched by the runtime's own event loop,
+    /// so no thread waits on it and the waiting task runs as soon as the byte comes (a cold
+    /// `rein run` connects without a hand-over between threads). A daemon that is gone is
+    /// waited for there too, its stderr read to the end meanwhile.
+    pub async fn listening(self) -> Result<Started, StartError> {
+        let Self { reader, child, socket } = self;
+        let pid = child.id().unwrap_or_default();
+        let readiness =
+            wait_for_byte_async(reader, READY_TIMEOUT).await.map_err(StartError::Watch)?;
+        match readiness {
+            Readiness::Listening => Ok(Started::Listening { pid }),
+            Readiness::Gone => {
+                let output = child.wait_with_output().await.map_err(StartError::Wait)?;
+                let said = String::from_utf8_lossy(&output.stderr);
+                Ok(Started::Exited { status: output.status, stderr: said.trim().to_string() })
             }
             Readiness::TimedOut => Err(StartError::TimedOut { socket }),
         }
@@ -505,21 +533,42 @@ mod tests {
             other => panic!("expected an exit, got {other:?}"),
         }
 
-        // The same two starts waited for on a tokio runtime's event loop.
+        // The same two starts spawned through tokio and waited for on its event loop.
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         let binary = dir.path().join("listens");
-        let started = runtime.block_on(spawn_detached(&binary, &socket, &[]).unwrap().listening());
+        let started = runtime.block_on(async {
+            spawn_detached_on_runtime(&binary, &socket, &[]).unwrap().listening().await
+        });
         let Started::Listening { pid } = started.unwrap() else { panic!("not listening") };
         let pid = nix::unistd::Pid::from_raw(i32::try_from(pid).unwrap());
         nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).unwrap();
         let binary = dir.path().join("exits");
-        match runtime.block_on(spawn_detached(&binary, &socket, &[]).unwrap().listening()) {
+        let started = runtime.block_on(async {
+            spawn_detached_on_runtime(&binary, &socket, &[]).unwrap().listening().await
+        });
+        match started {
             Ok(Started::Exited { status, stderr }) => {
                 assert_eq!(status.code(), Some(i32::from(EXIT_ALREADY_RUNNING)));
                 assert_eq!(stderr, "reind: already serving");
             }
             other => panic!("expected an exit, got {other:?}"),
         }
+        // A daemon that stops later, while the starter goes on: tokio reaps it, no zombie.
+        let binary = script(dir.path(), "stops", "echo > /proc/self/fd/$fd\nsleep 0.2");
+        let started = runtime.block_on(async {
+            spawn_detached_on_runtime(&binary, &socket, &[]).unwrap().listening().await
+        });
+        let Started::Listening { pid } = started.unwrap() else { panic!("not listening") };
+        let reaped = runtime.block_on(async {
+            for _ in 0..100 {
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                if !Path::new(&format!("/proc/{pid}")).exists() {
+                    return true;
+                }
+            }
+            false
+        });
+        assert!(reaped, "the stopped daemon {pid} was left a zombie");
     }
 
     #[test]
