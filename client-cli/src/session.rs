@@ -6,9 +6,9 @@ use crate::resolve;
 use clap::ValueEnum;
 use rein_protocol::message::{Message, StopReason};
 use rein_protocol::method::{
-    ApprovalPolicy, CreateSessionParams, DaemonInfo, Empty, ExportFormat, ExportParams,
-    ExportResult, HistoryPageParams, MessagesResult, SessionRef, SessionState,
-    SetApprovalPolicyParams, SetModelParams,
+    ApprovalPolicy, CreateSessionParams, DaemonInfo, ExportFormat, ExportParams, ExportResult,
+    HistoryPageParams, MessagesResult, SessionRef, SessionState, SetApprovalPolicyParams,
+    SetModelParams,
 };
 use rein_protocol::requests as rq;
 use std::path::PathBuf;
@@ -109,10 +109,11 @@ pub async fn prepare(
 }
 
 /// When a new session got the local model server the daemon found (because no model and no
-/// key were set up), the line that says so; `None` otherwise.
-pub async fn local_server_note(client: &mut Client, state: &SessionState) -> Option<String> {
-    let info: DaemonInfo = client.request::<rq::DaemonInfo>(Empty {}).await.ok()?;
-    let local = info.local_server?;
+/// key were set up), the line that says so; `None` otherwise. `info` is the daemon's info as
+/// the client already asked for it (see [`crate::commands::daemon::warn`]): the local server
+/// is found once, when the daemon starts, so it cannot have changed since.
+pub fn local_server_note(info: &DaemonInfo, state: &SessionState) -> Option<String> {
+    let local = info.local_server.as_ref()?;
     (local.provider == state.model.provider).then(|| {
         format!(
             "rein: no model configured and no API key set: using {} at {} (model {})",
@@ -180,6 +181,31 @@ mod tests {
     use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
     const WHOLE_ID: &str = "01a2338c-23c3-728f-a6c6-f7e3df6ad764";
+
+    #[test]
+    fn the_local_server_note_names_the_server_only_when_the_session_uses_it() {
+        let state: SessionState = serde_json::from_value(state_json(WHOLE_ID)).unwrap();
+        let info = |provider: Option<&str>| -> DaemonInfo {
+            let local = provider.map(|provider| {
+                json!({"server": "Ollama", "provider": provider,
+                    "base_url": "http://127.0.0.1:11434/v1", "model": "x", "models": ["x"]})
+            });
+            serde_json::from_value(json!({
+                "version": "0", "protocol_version": "1.0", "pid": 1, "uptime_ms": 0,
+                "socket_path": "/s", "rein_home": "/h", "sessions_loaded": 0, "connections": 1,
+                "local_server": local
+            }))
+            .unwrap()
+        };
+        let note = local_server_note(&info(Some("local")), &state).unwrap();
+        assert_eq!(
+            note,
+            "rein: no model configured and no API key set: using Ollama at \
+             http://127.0.0.1:11434/v1 (model local/test-model)"
+        );
+        assert_eq!(local_server_note(&info(Some("ollama")), &state), None);
+        assert_eq!(local_server_note(&info(None), &state), None);
+    }
 
     fn state_json(id: &str) -> Value {
         json!({"session_id": id, "cwd": "/p",

@@ -105,14 +105,15 @@ pub fn warnings(info: &DaemonInfo) -> Vec<String> {
     warnings
 }
 
-/// Prints [`warnings`] to stderr, asking the daemon for its info first. Failing to ask is not
-/// an error: the command that follows will report a daemon that does not answer.
-pub async fn warn(client: &mut Client) {
-    if let Ok(info) = info(client).await {
-        for warning in warnings(&info) {
-            eprintln!("rein: {warning}");
-        }
+/// Prints [`warnings`] to stderr, asking the daemon for its info first, and answers that info
+/// for the caller's later use (one request per command). Failing to ask is not an error (it
+/// answers `None`): the command that follows will report a daemon that does not answer.
+pub async fn warn(client: &mut Client) -> Option<DaemonInfo> {
+    let info = info(client).await.ok()?;
+    for warning in warnings(&info) {
+        eprintln!("rein: {warning}");
     }
+    Some(info)
 }
 
 /// Prints the daemon's info; exit 1 when it is not running.

@@ -142,7 +142,7 @@ pub async fn run(socket: &Path, args: RunArgs) -> Result<u8, ClientError> {
     let mut interrupts = Interrupts::catch()?;
     let mut client = Client::connect_or_start(socket).await?;
     client.initialize(approvals).await?;
-    crate::commands::daemon::warn(&mut client).await;
+    let daemon_info = crate::commands::daemon::warn(&mut client).await;
     let target = match (&args.session, args.continue_) {
         (Some(id), _) => Target::Named(id.clone()),
         (None, true) => Target::Latest,
@@ -162,7 +162,8 @@ pub async fn run(socket: &Path, args: RunArgs) -> Result<u8, ClientError> {
     let (state, created) = session::prepare(&mut client, &request).await?;
     if created
         && args.model.is_none()
-        && let Some(note) = session::local_server_note(&mut client, &state).await
+        && let Some(note) =
+            daemon_info.as_ref().and_then(|info| session::local_server_note(info, &state))
     {
         eprintln!("{note}");
     }

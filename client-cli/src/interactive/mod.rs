@@ -53,11 +53,12 @@ enum Next {
 pub async fn run(socket: &Path, request: SessionRequest) -> Result<u8, ClientError> {
     let mut client = Client::connect_or_start(socket).await?;
     client.initialize(true).await?;
-    crate::commands::daemon::warn(&mut client).await;
+    let daemon_info = crate::commands::daemon::warn(&mut client).await;
     let (state, created) = session::prepare(&mut client, &request).await?;
     if created
         && request.model.is_none()
-        && let Some(note) = session::local_server_note(&mut client, &state).await
+        && let Some(note) =
+            daemon_info.as_ref().and_then(|info| session::local_server_note(info, &state))
     {
         eprintln!("{note}");
     }

@@ -33,9 +33,9 @@ use futures::StreamExt;
 use rein_protocol::error::ErrorKind;
 use rein_protocol::message::Message;
 use rein_protocol::method::{
-    ApprovalRespondParams, BusyBehavior, ClearQueueParams, Empty, HistoryPageParams, PromptParams,
-    QueueMessageParams, QueueSelector, RunLimits, SessionRef, SessionState, ShellParams,
-    SubscribeParams,
+    ApprovalRespondParams, BusyBehavior, ClearQueueParams, DaemonInfo, Empty, HistoryPageParams,
+    PromptParams, QueueMessageParams, QueueSelector, RunLimits, SessionRef, SessionState,
+    ShellParams, SubscribeParams,
 };
 use rein_protocol::requests::{self as rq, Method};
 use std::io::IsTerminal;
@@ -137,22 +137,25 @@ impl Runtime {
             state.session_id, state.model, state.cwd
         );
         self.app.transcript.notice(text, Role::Dim);
-        self.warnings().await;
+        let info = self.warnings().await;
         if !created {
             self.show_recent(&state.session_id).await;
         }
-        if created && let Some(note) = session::local_server_note(&mut self.client, state).await {
+        if created
+            && let Some(note) = info.and_then(|info| session::local_server_note(&info, state))
+        {
             self.app.transcript.notice(note, Role::Notice);
         }
         self.subscribe(&state.session_id, state.last_seq, None).await
     }
 
-    async fn warnings(&mut self) {
-        if let Ok(info) = self.client.request::<rq::DaemonInfo>(Empty {}).await {
-            for warning in crate::commands::daemon::warnings(&info) {
-                self.app.transcript.notice(format!("rein: {warning}"), Role::Notice);
-            }
+    /// Shows the daemon's warnings and answers its info (`None` when it did not answer).
+    async fn warnings(&mut self) -> Option<DaemonInfo> {
+        let info = self.client.request::<rq::DaemonInfo>(Empty {}).await.ok()?;
+        for warning in crate::commands::daemon::warnings(&info) {
+            self.app.transcript.notice(format!("rein: {warning}"), Role::Notice);
         }
+        Some(info)
     }
 
     async fn subscribe(
