@@ -174,7 +174,8 @@ async fn attempt_task(
     }
     let workspace_dir = dir.file(WORKSPACE_DIR);
     if workspace_dir.exists() {
-        std::fs::remove_dir_all(&workspace_dir)
+        remove_old_workspace(&workspace_dir)
+            .await
             .map_err(|e| io("cannot remove the old workspace", e))?;
     }
     outputs::write_json(&dir.file(ATTEMPT_FILE), attempt)
@@ -490,6 +491,46 @@ async fn archive_partial(settings: &RunSettings, dir: &TaskDir, reason: &str) {
     let _ = std::fs::remove_file(dir.file(ATTEMPT_FILE));
 }
 
+/// How long removing an interrupted attempt's workspace keeps trying while something still
+/// writes into it.
+const OLD_WORKSPACE_PATIENCE: Duration = Duration::from_secs(10);
+
+/// Removes the workspace an interrupted attempt left. A batch that was killed leaves its
+/// `git clone` or setup command, and the daemon the tool its cancelled run was running, to
+/// finish on their own: while they still write into the workspace, its removal finds a
+/// directory refilled behind it, so it is tried again, for at most
+/// [`OLD_WORKSPACE_PATIENCE`].
+async fn remove_old_workspace(dir: &Path) -> std::io::Result<()> {
+    remove_retrying(dir, OLD_WORKSPACE_PATIENCE, |dir: &Path| std::fs::remove_dir_all(dir)).await
+}
+
+/// Calls `remove` on `dir` until `dir` is gone, again after a pause while it fails the way a
+/// directory still written to makes it fail, for at most `patience`.
+async fn remove_retrying(
+    dir: &Path,
+    patience: Duration,
+    mut remove: impl FnMut(&Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let deadline = tokio::time::Instant::now() + patience;
+    loop {
+        let error = match remove(dir) {
+            Ok(()) => return Ok(()),
+            Err(_) if !dir.exists() => return Ok(()),
+            Err(error) => error,
+        };
+        // A directory made, or a file removed, behind the walk.
+        let raced = matches!(
+            error.kind(),
+            std::io::ErrorKind::DirectoryNotEmpty | std::io::ErrorKind::NotFound
+        );
+        if !raced || tokio::time::Instant::now() >= deadline {
+            return Err(error);
+        }
+        tracing::debug!(%error, dir = %dir.display(), "the old workspace is still written to");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// Cancels a session's run if it still runs, waits for it to stop, and exports it. Returns the
 /// JSONL and the daemon's version.
 async fn export_stopped(socket: &Path, session_id: &str) -> Result<(String, String), ClientError> {
@@ -511,6 +552,36 @@ async fn export_stopped(socket: &Path, session_id: &str) -> Result<(String, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A removal that finds the directory refilled behind it (what a killed batch's clone or
+    /// setup command still writing does) is tried again; other failures, and one that lasts
+    /// past the patience, are reported.
+    #[tokio::test]
+    async fn an_old_workspace_still_written_to_is_removed_on_a_later_try() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = root.path().join("workspace");
+        std::fs::create_dir_all(&dir).unwrap();
+        let not_empty = || std::io::Error::from(std::io::ErrorKind::DirectoryNotEmpty);
+        let mut tries = 0;
+        let removed = remove_retrying(&dir, Duration::from_secs(10), |dir| {
+            tries += 1;
+            if tries < 3 { Err(not_empty()) } else { std::fs::remove_dir_all(dir) }
+        });
+        removed.await.unwrap();
+        assert_eq!(tries, 3);
+        assert!(!dir.exists());
+
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut tries = 0;
+        let denied = remove_retrying(&dir, Duration::from_secs(10), |_| {
+            tries += 1;
+            Err(std::io::Error::from(std::io::ErrorKind::PermissionDenied))
+        });
+        assert_eq!(denied.await.unwrap_err().kind(), std::io::ErrorKind::PermissionDenied);
+        assert_eq!(tries, 1);
+        let stuck = remove_retrying(&dir, Duration::from_millis(120), |_| Err(not_empty()));
+        assert_eq!(stuck.await.unwrap_err().kind(), std::io::ErrorKind::DirectoryNotEmpty);
+    }
 
     #[test]
     fn the_smallest_set_cost_limit_wins() {
