@@ -18,9 +18,11 @@ use rein_protocol::paths;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 mod allocator;
+mod startup;
 
 /// Logged once the walk of `REIN_HOME` that takes group and other permissions away is done:
 /// from then on the daemon changes no permission it did not create.
@@ -104,6 +106,8 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     // provider key (see `secrets`).
     let key_variables = Registry::new(config.providers_config())?.key_variables();
     let secrets = secrets::isolate(&key_variables).context("cannot protect the provider keys")?;
+    // From here on, threads may start.
+    let mut helper = startup::StartHelper::begin(&home);
     if let Some(run_dir) = socket.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         home::check_run_dir(run_dir)?;
     }
@@ -124,18 +128,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     if home_was_open {
         tracing::warn!(path = %home.display(), "was readable by others; made private");
     }
-    let warm_up = warm_up(&home);
-    tracing::debug!(keys = ?secrets, "provider keys held in memory only");
-    let lookup = secrets.clone();
-    // Keys come from the environment the daemon started with, then from `auth.toml`.
-    let keys = KeyStore::with_environment(&home, Arc::new(move |name: &str| lookup.get(name)));
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime")?;
-    let (registry, local_server) =
-        runtime.block_on(first_run::build_registry(&config.providers_config(), &keys))?;
-    let registry = Arc::new(registry);
-    warm_up.prepare(registry.clone(), runtime.handle().clone());
-    let entered = runtime.enter();
     let signals = ShutdownSignals::install().context("cannot install signal handlers")?;
+    // Listening before the async runtime and the rest are made: a starter's connection and
+    // first request wait in the socket's backlog meanwhile, and are read once the runtime
+    // serves, instead of the starter waking up, connecting and writing only after all that.
     let bound = match listener::bind(&socket) {
         Ok(bound) => bound,
         Err(error @ BindError::AlreadyRunning { .. }) => {
@@ -149,6 +145,16 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     {
         tracing::warn!(%error, fd, "cannot tell the launcher that the socket listens");
     }
+    tracing::debug!(keys = ?secrets, "provider keys held in memory only");
+    let lookup = secrets.clone();
+    // Keys come from the environment the daemon started with, then from `auth.toml`.
+    let keys = KeyStore::with_environment(&home, Arc::new(move |name: &str| lookup.get(name)));
+    let runtime = helper.runtime().context("cannot start the async runtime")?;
+    let (registry, local_server) =
+        runtime.block_on(first_run::build_registry(&config.providers_config(), &keys))?;
+    let registry = Arc::new(registry);
+    helper.hand_over(registry.clone());
+    let entered = runtime.enter();
     start_background_care(home.clone());
     reap_tool_groups(&home);
     let options = DaemonOptions {
@@ -189,9 +195,13 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
             None => tracing::info!("no configuration file; using defaults"),
         }
         let methods = methods::build()?;
-        tracing::info!(socket = %bound.path().display(), pid = std::process::id(), "reind serving");
-        signals.forward_to(daemon.clone());
-        let socket_lock = server::serve(daemon, bound, methods).await;
+        let stopping = daemon.clone();
+        signals
+            .forward_to(move || stopping.begin_shutdown())
+            .context("cannot install signal handlers")?;
+        let socket = bound.accepting().context("cannot accept connections on the socket")?;
+        tracing::info!(socket = %socket.path().display(), pid = std::process::id(), "reind serving");
+        let socket_lock = server::serve(daemon, socket, methods).await;
         tracing::info!("reind stopped");
         anyhow::Ok(socket_lock)
     })?;
@@ -243,81 +253,6 @@ fn start_background_care(home: std::path::PathBuf) {
             tracing::warn!(%error, "no thread for the allocator's purging and the home's walk");
         }
     });
-}
-
-/// Does on a spare thread, while the main thread sets the daemon up (the starter waits, so a
-/// core is idle), the one-time work the first prompt would otherwise do on its path (issue
-/// 18): the built-in tools' parameter schemas (shared by every tool set of the process, see
-/// `rein_agent::ToolSet`), the CPU feature probes that byte searches and hashing make on
-/// first use (each `cpuid` costs microseconds under a hypervisor), and, once the registry is
-/// handed over ([`WarmUp::prepare`]), the default provider's HTTP client (for an `https`
-/// provider, reading the system's root certificates) and the first threads of the runtime's
-/// blocking pool ([`BLOCKING_THREADS_AHEAD`]).
-fn warm_up(home: &std::path::Path) -> WarmUp {
-    let context = rein_coding::ToolContext::new(home, rein_coding::FileLocks::default(), home);
-    let home = home.to_path_buf();
-    let (handover, handed) =
-        std::sync::mpsc::sync_channel::<(Arc<Registry>, tokio::runtime::Handle)>(1);
-    let warmed = std::thread::Builder::new().name("warm-up".into()).spawn(move || {
-        #[cfg(target_arch = "x86_64")]
-        let _ = std::arch::is_x86_feature_detected!("avx2");
-        let _ = rein_session::paths::project_dir_name(&home.to_string_lossy());
-        if let Err(error) = rein_agent::toolset::ToolSet::new(rein_coding::coding_tools(context)) {
-            tracing::warn!(%error, "the built-in tools' schemas do not compile");
-        }
-        // Gone when the start failed before the registry was made.
-        if let Ok((registry, runtime)) = handed.recv() {
-            registry.prepare_default();
-            drop(make_blocking_threads(&runtime, BLOCKING_THREADS_AHEAD));
-        }
-    });
-    if let Err(error) = warmed {
-        tracing::debug!(%error, "no thread to warm up on");
-    }
-    WarmUp { handover }
-}
-
-/// How many threads of the runtime's blocking pool the warm-up thread makes ahead: as many as
-/// a first `rein run` uses at once (the new session file's work, and beside it reads of the
-/// file). Made on first use, they cost a cold `rein run` about 1.2 ms at the median on 2 cores
-/// (each new thread also sets up an allocator arena); the pool keeps idle threads for its
-/// keep-alive time (10 s), well past a starter's first requests.
-const BLOCKING_THREADS_AHEAD: usize = 2;
-
-/// Makes the runtime's blocking pool start `count` threads now: `count` tasks that each wait,
-/// for at most a moment, until all have started, so none can run on a thread another has
-/// already left idle. Each task answers the thread it ran on (the daemon does not wait).
-fn make_blocking_threads(
-    runtime: &tokio::runtime::Handle,
-    count: usize,
-) -> Vec<tokio::task::JoinHandle<std::thread::ThreadId>> {
-    let started = Arc::new((std::sync::Mutex::new(0_usize), std::sync::Condvar::new()));
-    let task = move || {
-        let (lock, all_started) = &*started;
-        let mut here = lock.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        *here += 1;
-        all_started.notify_all();
-        // Bounded: a pool that cannot make a thread runs the rest one after another.
-        let _ =
-            all_started.wait_timeout_while(here, Duration::from_millis(100), |here| *here < count);
-        std::thread::current().id()
-    };
-    (0..count).map(|_| runtime.spawn_blocking(task.clone())).collect()
-}
-
-/// The warm-up thread's other half: takes the registry and the runtime once they are made.
-struct WarmUp {
-    handover: std::sync::mpsc::SyncSender<(Arc<Registry>, tokio::runtime::Handle)>,
-}
-
-impl WarmUp {
-    /// Hands the registry and the runtime to the warm-up thread, which makes the default
-    /// provider's client and the first blocking threads.
-    fn prepare(self, registry: Arc<Registry>, runtime: tokio::runtime::Handle) {
-        // The thread is gone only when it could not be made: the first requests make the
-        // client and the threads then.
-        let _ = self.handover.send((registry, runtime));
-    }
 }
 
 /// Raises the open-file soft limit to the hard limit: every connection, session file and
@@ -372,27 +307,42 @@ fn check_config(home: &std::path::Path) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// SIGTERM and SIGINT shut down gracefully, like `daemon/shutdown`. The handlers are installed
-/// before the socket is bound, so a signal can never find the daemon without them.
+/// SIGTERM and SIGINT shut down gracefully, like `daemon/shutdown`. Their handler is installed
+/// before the socket listens, so a signal can never find the daemon without one: until the
+/// async runtime waits for the signals, the handler only raises a flag, read when it starts to.
 struct ShutdownSignals {
-    term: tokio::signal::unix::Signal,
-    int: tokio::signal::unix::Signal,
+    early: Arc<AtomicBool>,
 }
 
 impl ShutdownSignals {
+    /// Installs the handler that raises the flag (needs no runtime).
     fn install() -> std::io::Result<Self> {
-        use tokio::signal::unix::{SignalKind, signal};
-        Ok(Self { term: signal(SignalKind::terminate())?, int: signal(SignalKind::interrupt())? })
+        let early = Arc::new(AtomicBool::new(false));
+        for signal in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+            signal_hook::flag::register(signal, early.clone())?;
+        }
+        Ok(Self { early })
     }
 
-    fn forward_to(mut self, daemon: Arc<Daemon>) {
+    /// Calls `shut_down` on the first of the signals, also one that came before this call.
+    /// Needs an entered runtime.
+    fn forward_to(self, shut_down: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
         tokio::spawn(async move {
-            tokio::select! {
-                _ = self.term.recv() => tracing::info!("SIGTERM: shutting down"),
-                _ = self.int.recv() => tracing::info!("SIGINT: shutting down"),
+            // Read after the runtime's handlers exist: a signal is seen by one or the other.
+            if self.early.load(Ordering::SeqCst) {
+                tracing::info!("SIGTERM or SIGINT while starting: shutting down");
+            } else {
+                tokio::select! {
+                    _ = term.recv() => tracing::info!("SIGTERM: shutting down"),
+                    _ = int.recv() => tracing::info!("SIGINT: shutting down"),
+                }
             }
-            daemon.begin_shutdown();
+            shut_down();
         });
+        Ok(())
     }
 }
 
@@ -454,16 +404,18 @@ mod tests {
         assert_eq!((args.ready_fd, args.max_connections), (Some(7), 9));
     }
 
+    /// A SIGTERM that comes after the socket listens but before the runtime waits for signals
+    /// (the daemon's start) is not lost, and does not kill the process: it shuts down once the
+    /// runtime runs.
     #[test]
-    fn the_blocking_threads_made_ahead_are_distinct_threads() {
+    fn a_signal_during_the_start_shuts_down_once_serving() {
+        let signals = ShutdownSignals::install().unwrap();
+        signal_hook::low_level::raise(signal_hook::consts::SIGTERM).unwrap();
         let runtime = tokio::runtime::Runtime::new().unwrap();
-        let tasks = make_blocking_threads(runtime.handle(), 3);
-        let threads: std::collections::HashSet<_> = runtime
-            .block_on(async { futures::future::join_all(tasks).await })
-            .into_iter()
-            .map(Result::unwrap)
-            .collect();
-        assert_eq!(threads.len(), 3);
-        assert!(!threads.contains(&std::thread::current().id()));
+        let (told, shut_down) = tokio::sync::oneshot::channel();
+        runtime.block_on(async move {
+            signals.forward_to(move || told.send(()).unwrap_or_default()).unwrap();
+            tokio::time::timeout(Duration::from_secs(10), shut_down).await.unwrap().unwrap();
+        });
     }
 }

@@ -9,10 +9,12 @@
 use crate::path_io::PathIoError;
 use interprocess::local_socket::tokio::{Listener, Stream};
 use interprocess::local_socket::traits::tokio::Listener as _;
-use interprocess::local_socket::{GenericFilePath, ListenerOptions, ToFsName};
+use interprocess::os::unix::uds_local_socket::tokio as uds;
 use std::fs::{self, File, OpenOptions};
 use std::io::{Read, Seek, Write};
+use std::os::fd::OwnedFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
 /// Failures to bind the daemon socket.
@@ -38,10 +40,25 @@ fn io_error<'a>(
     PathIoError::on(action, path)
 }
 
-/// The listening socket plus the lock that makes it ours.
+/// The listening socket plus the lock that makes it ours. It listens from [`bind`] on, before
+/// the daemon's async runtime exists: a client's connection waits in the socket's backlog
+/// until [`BoundSocket::accepting`] hands the socket to the runtime.
 #[derive(Debug)]
 pub struct BoundSocket {
+    listener: UnixListener,
+    place: Place,
+}
+
+/// The socket, registered with the async runtime, accepting connections.
+#[derive(Debug)]
+pub struct AcceptingSocket {
     listener: Listener,
+    place: Place,
+}
+
+/// Where the socket is: its path, and the lock that makes it ours.
+#[derive(Debug)]
+struct Place {
     path: PathBuf,
     lock: File,
 }
@@ -98,18 +115,39 @@ pub fn bind(socket: &Path) -> Result<BoundSocket, BindError> {
         tracing::info!(socket = %socket.display(), "replacing a stale socket left by a daemon that died");
         fs::remove_file(socket).map_err(io_error("remove stale socket", socket))?;
     }
-    let name = socket.to_fs_name::<GenericFilePath>().map_err(io_error("name socket", socket))?;
-    let listener = ListenerOptions::new()
-        .name(name)
-        .reclaim_name(false)
-        .create_tokio()
-        .map_err(io_error("listen on", socket))?;
+    let listener = UnixListener::bind(socket).map_err(io_error("listen on", socket))?;
     fs::set_permissions(socket, fs::Permissions::from_mode(0o600))
         .map_err(io_error("set permissions of", socket))?;
-    Ok(BoundSocket { listener, path: socket.to_path_buf(), lock })
+    Ok(BoundSocket { listener, place: Place { path: socket.to_path_buf(), lock } })
 }
 
 impl BoundSocket {
+    /// The socket's path.
+    pub fn path(&self) -> &Path {
+        &self.place.path
+    }
+
+    /// Hands the socket to the current tokio runtime (call it within one), to accept the
+    /// connections waiting and those to come. When that fails the socket is removed, its lock
+    /// let go, and nothing is served.
+    pub fn accepting(self) -> std::io::Result<AcceptingSocket> {
+        let registered = uds::Listener::try_from(OwnedFd::from(self.listener));
+        match registered {
+            Ok(listener) => Ok(AcceptingSocket { listener: listener.into(), place: self.place }),
+            Err(error) => {
+                drop(self.place.remove());
+                Err(error)
+            }
+        }
+    }
+
+    /// Removes the socket file without serving; see [`AcceptingSocket::remove`].
+    pub fn remove(self) -> SocketLock {
+        self.place.remove()
+    }
+}
+
+impl AcceptingSocket {
     /// Waits for the next connection.
     pub async fn accept(&self) -> std::io::Result<Stream> {
         self.listener.accept().await
@@ -117,13 +155,19 @@ impl BoundSocket {
 
     /// The socket's path.
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.place.path
     }
 
     /// Stops listening and removes the socket file. The lock stays held by what this returns:
     /// clients read its release as "the daemon has exited" (see
     /// `rein_protocol::paths::socket_lock`), so the daemon drops it last, after its home lock.
     pub fn remove(self) -> SocketLock {
+        self.place.remove()
+    }
+}
+
+impl Place {
+    fn remove(self) -> SocketLock {
         if let Err(error) = fs::remove_file(&self.path) {
             tracing::warn!(%error, socket = %self.path.display(), "could not remove the socket");
         }
@@ -152,6 +196,25 @@ mod tests {
         assert!(socket.exists());
         let second = bind(&socket).unwrap();
         second.remove();
+        assert!(!socket.exists());
+    }
+
+    #[tokio::test]
+    async fn a_connection_made_before_the_runtime_takes_the_socket_is_served() {
+        use std::io::Write as _;
+        use tokio::io::AsyncReadExt;
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("reind.sock");
+        let bound = bind(&socket).unwrap();
+        // The starter connects and writes as soon as the socket listens.
+        let mut early = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+        early.write_all(b"first line\n").unwrap();
+        let accepting = bound.accepting().unwrap();
+        let mut stream = accepting.accept().await.unwrap();
+        let mut read = [0_u8; 11];
+        stream.read_exact(&mut read).await.unwrap();
+        assert_eq!(&read, b"first line\n");
+        drop(accepting.remove());
         assert!(!socket.exists());
     }
 }

@@ -10,7 +10,7 @@ pub mod request_id;
 
 use crate::daemon::Daemon;
 use jsonrpsee::Methods;
-use listener::{BoundSocket, SocketLock};
+use listener::{AcceptingSocket, SocketLock};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::task::JoinSet;
@@ -20,7 +20,7 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Accepts connections until the daemon shuts down, then closes them and removes the socket.
 /// Returns the socket's lock, for the caller to release once nothing of the daemon is left.
-pub async fn serve(daemon: Arc<Daemon>, socket: BoundSocket, methods: Methods) -> SocketLock {
+pub async fn serve(daemon: Arc<Daemon>, socket: AcceptingSocket, methods: Methods) -> SocketLock {
     let mut connections = JoinSet::new();
     let mut next_id = 0usize;
     loop {
