@@ -4,10 +4,10 @@ the same load (docs/benchmarks.md, "Cost per turn as history grows", cold start)
     python3 scripts/cold_ab/ab.py [--kept-home] [--key] [--tls] N DIR [DIR...]
 
 Each DIR holds a `rein` and a `reind` (copies of target/release). For each of N rounds and
-each DIR: a REIN_HOME, one cold `rein run --approve yolo "say ok"` (no daemon: `rein`
-starts it), two untimed runs, one timed warm run on the daemon the cold run started, then
-`rein daemon stop`. The home is a fresh one each round (a first run ever: the daemon also
-makes its directories), or with --kept-home one per DIR kept across rounds (a daemon that is
+each DIR, in an order drawn afresh each round: a REIN_HOME, one cold `rein run --approve
+yolo "say ok"` (no daemon: `rein` starts it), two untimed runs, one timed warm run on the
+daemon the cold run started, then `rein daemon stop`. The home is a fresh one each round (a
+first run ever: the daemon also makes its directories), or with --kept-home one per DIR kept across rounds (a daemon that is
 not running, after a reboot or an upgrade, on a home that already holds sessions). With
 --key, `rein` runs with a provider key exported (ANTHROPIC_API_KEY, as most users have one),
 which the daemon must keep out of its environment; without it, no key variable is set. The
@@ -17,7 +17,7 @@ added to a copy of the system's bundle, which the runs use through SSL_CERT_FILE
 SSL_CERT_DIR still the system's directory, so the daemon reads as many root certificates as
 it does by default. Timing is perf_counter around the child process.
 """
-import os, subprocess, sys, tempfile, time, statistics, shutil
+import os, random, subprocess, sys, tempfile, time, statistics, shutil
 import fixture
 args = sys.argv[1:]
 kept = "--kept-home" in args
@@ -45,7 +45,10 @@ def home_for(b):
     homes[b] = home
     return home
 for i in range(N):
-    for b in builds:
+    # A fresh order each round: what runs first in a round meets the machine the previous
+    # round's `daemon stop` and home removal left, which in a fixed order favours one build.
+    order = random.sample(builds, len(builds))
+    for b in order:
         home = home_for(b)
         env = fixture.client_env(home, b)
         if key:

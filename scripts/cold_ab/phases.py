@@ -7,8 +7,8 @@ DIR holds a `rein` and a `reind`. For each of N rounds: a fresh REIN_HOME, one c
 daemon: `rein` starts it), one untimed run, one warm run, then `rein daemon stop`. The timed
 runs go under `perf trace` on `rein` alone (its exec, connects, sends and exit only, so the tracing
 costs little), which splits each run at its requests: the start to the first connect, the
-first connect to the first request (on a cold run, the daemon's start), `initialize` and the
-next request, `session/create`, the two small requests after it, and the prompt to the exit.
+first connect to the first request (on a cold run, the daemon's start), `initialize` and
+`daemon/info`, `session/create`, `session/subscribe`, and the prompt to the exit.
 Prints each stretch's median, cold and warm. Needs `perf` and permission to trace (root, or
 perf_event_paranoid at most 1). The provider is fake_provider.py on 127.0.0.1.
 """
@@ -21,8 +21,8 @@ project = tempfile.mkdtemp()
 trace_file = os.path.join(tempfile.mkdtemp(), "trace.txt")
 EVENT = re.compile(r"\s*([\d.]+) \(.*?\): (?:\S+ )?(\w+)\(")
 STRETCHES = ["start to first connect", "first connect to first request",
-             "initialize and the next request", "session/create",
-             "the two requests after it", "prompt to exit", "whole run"]
+             "initialize and daemon/info", "session/create",
+             "subscribe", "prompt to exit", "whole run"]
 
 def traced_run(env):
     subprocess.run(["perf", "trace", "--no-inherit", "-o", trace_file,
@@ -33,8 +33,8 @@ def traced_run(env):
     connects = [t for t, name in events if name == "connect"]
     sends = [t for t, name in events if name == "sendto"]
     end = next(t for t, name in events if name == "exit_group")
-    # Requests 1 to 6 are the first six sends; each answer comes before the next request.
-    marks = [0.0, connects[0], sends[0], sends[2], sends[3], sends[5], end]
+    # Requests 1 to 5 are the first five sends; each answer comes before the next request.
+    marks = [0.0, connects[0], sends[0], sends[2], sends[3], sends[4], end]
     return [b - a for a, b in zip(marks, marks[1:])] + [end]
 
 results = {"cold": [], "warm": []}
