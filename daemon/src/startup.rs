@@ -87,8 +87,8 @@ impl StartHelper {
 
     /// Hands the registry to the thread, which makes the default provider's client and the
     /// first blocking threads.
-    pub(crate) fn hand_over(mut self, registry: Arc<Registry>) {
-        if let Some(handover) = self.registry.take() {
+    pub(crate) fn hand_over(self, registry: Arc<Registry>) {
+        if let Some(handover) = self.registry {
             // Gone only when it could not warm up: the first requests do it then.
             let _ = handover.send(registry);
         }

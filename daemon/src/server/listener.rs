@@ -122,11 +122,6 @@ pub fn bind(socket: &Path) -> Result<BoundSocket, BindError> {
 }
 
 impl BoundSocket {
-    /// The socket's path.
-    pub fn path(&self) -> &Path {
-        &self.place.path
-    }
-
     /// Hands the socket to the current tokio runtime (call it within one), to accept the
     /// connections waiting and those to come. When that fails the socket is removed, its lock
     /// let go, and nothing is served.
@@ -139,11 +134,6 @@ impl BoundSocket {
                 Err(error)
             }
         }
-    }
-
-    /// Removes the socket file without serving; see [`AcceptingSocket::remove`].
-    pub fn remove(self) -> SocketLock {
-        self.place.remove()
     }
 }
 
@@ -195,7 +185,7 @@ mod tests {
         drop(first); // the lock goes; the socket file stays behind like after a crash
         assert!(socket.exists());
         let second = bind(&socket).unwrap();
-        second.remove();
+        second.accepting().unwrap().remove();
         assert!(!socket.exists());
     }
 
