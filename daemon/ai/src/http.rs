@@ -21,7 +21,7 @@ use futures::{SinkExt, StreamExt};
 use rein_protocol::clock::now_ms;
 use rein_protocol::message::StopReason;
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 /// Everything needed to reach one configured provider. Holds the *name* of the key's
@@ -46,12 +46,11 @@ pub struct ProviderSettings {
 }
 
 /// Building the HTTP client failed (for instance the TLS backend could not start).
-#[derive(Debug, thiserror::Error)]
-#[error("cannot create the HTTP client for provider `{provider}`: {source}")]
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("cannot create the HTTP client for provider `{provider}`: {reason}")]
 pub struct ClientError {
     provider: String,
-    #[source]
-    source: reqwest::Error,
+    reason: String,
 }
 
 /// A provider reached over HTTP. Cheap to clone; clones share one connection pool.
@@ -62,7 +61,10 @@ pub struct HttpProvider {
 
 struct Inner {
     settings: ProviderSettings,
-    client: reqwest::Client,
+    /// Made on first use ([`HttpProvider::prepare`] or the first request): for an `https`
+    /// provider that reads and parses the system's root certificates, milliseconds of work
+    /// that resolving a model (a new session does) need not wait for.
+    client: OnceLock<Result<reqwest::Client, ClientError>>,
     environment: Environment,
 }
 
@@ -74,34 +76,31 @@ impl std::fmt::Debug for Inner {
 
 impl HttpProvider {
     /// A provider with its own connection pool, reading its key from the process environment.
-    pub fn new(settings: ProviderSettings) -> Result<Self, ClientError> {
+    pub fn new(settings: ProviderSettings) -> Self {
         Self::with_environment(settings, Arc::new(|name| std::env::var(name).ok()))
     }
 
-    /// A provider reading its key through `environment` at each request.
-    pub fn with_environment(
-        settings: ProviderSettings,
-        environment: Environment,
-    ) -> Result<Self, ClientError> {
-        let mut builder = crate::tls::client_builder()
-            .connect_timeout(Duration::from_secs(30))
-            .read_timeout(settings.idle_timeout);
-        if !uses_tls(&settings.base_url) {
-            // Loading and parsing the system's root certificates takes tens of milliseconds
-            // (on the first prompt of a freshly started daemon); a plain-HTTP endpoint (a
-            // local model server) never verifies a certificate, so it gets an empty trust
-            // store instead: an `https` URL reached through it would be refused, not trusted.
-            builder = builder.tls_certs_only(Vec::new());
-        }
-        let client = builder
-            .build()
-            .map_err(|source| ClientError { provider: settings.name.clone(), source })?;
-        Ok(Self { inner: Arc::new(Inner { settings, client, environment }) })
+    /// A provider reading its key through `environment` at each request. Its HTTP client is
+    /// made on first use.
+    pub fn with_environment(settings: ProviderSettings, environment: Environment) -> Self {
+        Self { inner: Arc::new(Inner { settings, client: OnceLock::new(), environment }) }
+    }
+
+    /// Makes the HTTP client now, unless it is made already, so the first request does not
+    /// wait for it (a daemon does this on a spare thread while it starts).
+    pub fn prepare(&self) -> Result<(), ClientError> {
+        self.inner.client().map(drop).map_err(Clone::clone)
     }
 
     /// The provider's settings.
     pub fn settings(&self) -> &ProviderSettings {
         &self.inner.settings
+    }
+
+    /// Whether the HTTP client is made already.
+    #[cfg(test)]
+    pub(crate) fn client_is_made(&self) -> bool {
+        self.inner.client.get().is_some()
     }
 
     /// Whether `other` is a clone of this provider (the same client and connection pool).
@@ -123,6 +122,24 @@ impl Provider for HttpProvider {
     }
 }
 
+/// The HTTP client for `settings`.
+fn build_client(settings: &ProviderSettings) -> Result<reqwest::Client, ClientError> {
+    let mut builder = crate::tls::client_builder()
+        .connect_timeout(Duration::from_secs(30))
+        .read_timeout(settings.idle_timeout);
+    if !uses_tls(&settings.base_url) {
+        // Loading and parsing the system's root certificates takes milliseconds; a plain-HTTP
+        // endpoint (a local model server) never verifies a certificate, so it gets an empty
+        // trust store instead: an `https` URL reached through it would be refused, not
+        // trusted.
+        builder = builder.tls_certs_only(Vec::new());
+    }
+    builder.build().map_err(|source| ClientError {
+        provider: settings.name.clone(),
+        reason: error_chain(&source),
+    })
+}
+
 /// Whether requests to `base_url` go over TLS, so the client needs the system's root
 /// certificates. Anything but an explicit `http://` URL counts as TLS (the safe side).
 fn uses_tls(base_url: &str) -> bool {
@@ -133,6 +150,11 @@ fn uses_tls(base_url: &str) -> bool {
 type Sender = mpsc::Sender<AssistantMessageEvent>;
 
 impl Inner {
+    /// The HTTP client, made on the first call; later calls wait for a call making it.
+    fn client(&self) -> Result<&reqwest::Client, &ClientError> {
+        self.client.get_or_init(|| build_client(&self.settings)).as_ref()
+    }
+
     async fn run(&self, request: ProviderRequest, mut tx: Sender) {
         let cancel = request.options.cancel.clone();
         let model = request.model.clone();
@@ -240,8 +262,10 @@ impl Inner {
         tx: &mut Sender,
     ) -> Result<(), Failure> {
         let api = builder.api();
-        let mut request = self
-            .client
+        let client = self
+            .client()
+            .map_err(|error| Failure::fatal(ProviderErrorKind::Network, error.to_string()))?;
+        let mut request = client
             .post(url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .header(reqwest::header::ACCEPT, "text/event-stream")

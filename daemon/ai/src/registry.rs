@@ -2,7 +2,7 @@
 
 use crate::catalog::{BUILTIN_PROVIDERS, MODELS, builtin_provider, model_info};
 use crate::config::{ConfigError, ModelOverride, ProvidersConfig};
-use crate::http::{ClientError, HttpProvider, ProviderSettings};
+use crate::http::{HttpProvider, ProviderSettings};
 use crate::provider::Provider;
 use rein_protocol::model::{Api, ModelInfo, ModelRef};
 use std::collections::BTreeMap;
@@ -63,9 +63,6 @@ pub enum ResolveError {
         /// The variable to set.
         variable: String,
     },
-    /// The HTTP client could not be created.
-    #[error(transparent)]
-    Client(#[from] ClientError),
 }
 
 #[derive(Debug, Clone)]
@@ -210,16 +207,19 @@ impl Registry {
             .or_else(|| self.local_default.clone())
     }
 
-    /// Makes the HTTP client of the default model's provider now (it is kept, like the one
-    /// [`Registry::resolve`] makes), so the first prompt does not wait for it: the client of an
-    /// `https` provider reads and parses the system's root certificates, 3.5 to 6 ms here. A
-    /// daemon calls it on a spare thread at start. Nothing is made without a usable default
-    /// (no model, or its key unset).
+    /// Makes the HTTP client of the default model's provider now (it is kept, like the
+    /// provider [`Registry::resolve`] answers), so the first prompt does not wait for it: the
+    /// client of an `https` provider reads and parses the system's root certificates, 3.5 to
+    /// 6 ms here. A daemon calls it on a spare thread at start. Nothing is made without a
+    /// usable default (no model, or its key unset).
     pub fn prepare_default(&self) {
-        match self.resolve(None) {
-            Ok(resolved) => {
-                tracing::debug!(provider = %resolved.info.provider, "default provider's client made")
-            }
+        let prepared = self.resolve(None).and_then(|resolved| {
+            let name = &resolved.info.provider;
+            Ok(self.client(name, self.entry(name)?).prepare())
+        });
+        match prepared {
+            Ok(Ok(())) => tracing::debug!("default provider's client made"),
+            Ok(Err(error)) => tracing::warn!(%error, "no client for the default provider"),
             Err(error) => tracing::debug!(%error, "no default provider's client made ahead"),
         }
     }
@@ -271,7 +271,7 @@ impl Registry {
             }
         }
         let info = describe(&parsed.provider, &parsed.model, entry);
-        let provider = self.client(&parsed.provider, entry)?;
+        let provider = self.client(&parsed.provider, entry);
         Ok(ResolvedModel { info, provider: Arc::new(provider) })
     }
 
@@ -298,15 +298,17 @@ impl Registry {
         })
     }
 
-    fn client(&self, name: &str, entry: &ProviderEntry) -> Result<HttpProvider, ResolveError> {
+    fn client(&self, name: &str, entry: &ProviderEntry) -> HttpProvider {
         let mut clients = self.clients.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-        if let Some(client) = clients.get(name) {
-            return Ok(client.clone());
-        }
-        let client =
-            HttpProvider::with_environment(entry.settings.clone(), Arc::clone(&self.environment))?;
-        clients.insert(name.to_string(), client.clone());
-        Ok(client)
+        clients
+            .entry(name.to_string())
+            .or_insert_with(|| {
+                HttpProvider::with_environment(
+                    entry.settings.clone(),
+                    Arc::clone(&self.environment),
+                )
+            })
+            .clone()
     }
 }
 
@@ -417,8 +419,15 @@ mod tests {
         registry.prepare_default();
         assert_eq!(made(&registry), ["openai"]);
         let kept = registry.clients.lock().unwrap()["openai"].clone();
-        let resolved = registry.client("openai", registry.entry("openai").unwrap()).unwrap();
+        assert!(kept.client_is_made(), "the HTTP client is left to the first request");
+        let resolved = registry.client("openai", registry.entry("openai").unwrap());
         assert!(kept.is_clone_of(&resolved), "the first resolve made another client");
+        // Resolving alone (as a new session does) leaves the HTTP client to the first request.
+        let registry =
+            Registry::with_environment(ProvidersConfig::default(), env(&[("OPENAI_API_KEY", "k")]))
+                .unwrap();
+        registry.resolve(Some("openai/gpt-5")).unwrap();
+        assert!(!registry.clients.lock().unwrap()["openai"].client_is_made());
     }
 
     #[test]

@@ -52,7 +52,7 @@ pub(crate) fn provider(fake: &FakeProvider) -> HttpProvider {
 
 pub(crate) fn provider_with(settings: ProviderSettings) -> HttpProvider {
     let env = Arc::new(|name: &str| (name == "FAKE_API_KEY").then(|| KEY.to_string()));
-    HttpProvider::with_environment(settings, env).unwrap()
+    HttpProvider::with_environment(settings, env)
 }
 
 pub(crate) fn request(api: Api, messages: Vec<Message>) -> ProviderRequest {

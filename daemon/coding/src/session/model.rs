@@ -36,11 +36,7 @@ pub(crate) struct UnusableModel {
 
 impl UnusableModel {
     fn from_resolve(error: &ResolveError) -> Self {
-        let kind = match error {
-            ResolveError::Client(_) => ErrorKind::ProviderError,
-            _ => ErrorKind::ModelNotFound,
-        };
-        Self { kind, message: error.to_string() }
+        Self { kind: ErrorKind::ModelNotFound, message: error.to_string() }
     }
 
     pub(crate) fn to_error(&self) -> CodingError {
