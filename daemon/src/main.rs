@@ -9,8 +9,7 @@ use rein_daemon::keys::KeyStore;
 use rein_daemon::server::limits::ConnectionLimits;
 use rein_daemon::server::listener::{self, BindError};
 use rein_daemon::{
-    Daemon, DaemonOptions, config, first_run, home, home_lock, housekeeping, logging, methods,
-    secrets, server,
+    Daemon, DaemonOptions, config, home, home_lock, housekeeping, logging, methods, secrets, server,
 };
 use rein_launch::{EXIT_ALREADY_RUNNING, Started};
 use rein_protocol::codec::DEFAULT_MAX_LINE_BYTES;
@@ -107,7 +106,10 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     let key_variables = Registry::new(config.providers_config())?.key_variables();
     let secrets = secrets::isolate(&key_variables).context("cannot protect the provider keys")?;
     // From here on, threads may start.
-    let mut helper = startup::StartHelper::begin(&home);
+    let lookup = secrets.clone();
+    // Keys come from the environment the daemon started with, then from `auth.toml`.
+    let keys = KeyStore::with_environment(&home, Arc::new(move |name: &str| lookup.get(name)));
+    let helper = startup::StartHelper::begin(&home, config.providers_config(), keys.clone());
     if let Some(run_dir) = socket.parent().filter(|dir| !dir.as_os_str().is_empty()) {
         home::check_run_dir(run_dir)?;
     }
@@ -124,6 +126,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let log_guard = logging::init(&home.join("logs"), !args.detached)
         .context("cannot open the log directory")?;
+    helper.log_opened();
     raise_open_file_limit();
     if home_was_open {
         tracing::warn!(path = %home.display(), "was readable by others; made private");
@@ -146,14 +149,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         tracing::warn!(%error, fd, "cannot tell the launcher that the socket listens");
     }
     tracing::debug!(keys = ?secrets, "provider keys held in memory only");
-    let lookup = secrets.clone();
-    // Keys come from the environment the daemon started with, then from `auth.toml`.
-    let keys = KeyStore::with_environment(&home, Arc::new(move |name: &str| lookup.get(name)));
-    let runtime = helper.runtime().context("cannot start the async runtime")?;
-    let (registry, local_server) =
-        runtime.block_on(first_run::build_registry(&config.providers_config(), &keys))?;
-    let registry = Arc::new(registry);
-    helper.hand_over(registry.clone());
+    let startup::Started { runtime, registry, local_server } = helper.started()?;
     let entered = runtime.enter();
     start_background_care(home.clone());
     reap_tool_groups(&home);
