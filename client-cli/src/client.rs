@@ -6,6 +6,7 @@ use futures::StreamExt;
 use interprocess::local_socket::tokio::Stream;
 use interprocess::local_socket::traits::tokio::Stream as _;
 use interprocess::local_socket::{GenericFilePath, ToFsName};
+use interprocess::os::unix::uds_local_socket::tokio as uds;
 use rein_protocol::codec::{CodecError, Frame, LineCodec};
 use rein_protocol::error::ErrorKind;
 use rein_protocol::event::SubscriptionItem;
@@ -91,6 +92,19 @@ pub struct Client {
     restart_on: Option<PathBuf>,
     /// True once the daemon answered anything on this connection.
     answered: bool,
+    /// The daemon this client started on this connection, until its ready line comes (set by
+    /// [`Client::connect_or_start`]).
+    starting: Option<Starting>,
+}
+
+/// A daemon started with this client's connection as its first (see
+/// [`launcher::spawn_daemon_connected`]) that has not said yet that it listens.
+#[derive(Debug)]
+struct Starting {
+    /// The daemon's process, asked how it ended if the connection ends first.
+    daemon: rein_launch::ConnectedStart,
+    /// The socket it was started on.
+    socket: PathBuf,
 }
 
 /// Opens a raw connection to the socket.
@@ -116,6 +130,13 @@ pub async fn connect_or_start_stream(socket: &Path) -> Result<Stream, ClientErro
         }
         Err(other) => Err(other),
     }
+}
+
+/// A connection made outside the runtime (a socket pair's end), registered with it.
+fn runtime_stream(connection: std::os::unix::net::UnixStream) -> Result<Stream, ClientError> {
+    connection.set_nonblocking(true)?;
+    let stream = uds::Stream::try_from(std::os::fd::OwnedFd::from(connection))?;
+    Ok(Stream::from(stream))
 }
 
 /// Whether a failed connect means no daemon is there (no socket, or a stale one), so one may
@@ -154,6 +175,7 @@ impl Client {
             notifications: VecDeque::new(),
             restart_on: None,
             answered: false,
+            starting: None,
         }
     }
 
@@ -162,12 +184,24 @@ impl Client {
         Ok(Self::new(connect_stream(socket).await?))
     }
 
-    /// Connects, starting the daemon when nothing answers. A daemon that accepted the
-    /// connection but was dying (the connection is reset or closed before the first answer) is
-    /// treated like no daemon: the first call waits for it to exit, starts a new one and is
-    /// sent again.
+    /// Connects, starting the daemon when nothing answers. A daemon started here is handed
+    /// this connection as its first ([`launcher::spawn_daemon_connected`]), so the first call
+    /// is written at once and read as soon as the daemon serves; a daemon that exits first is
+    /// reported as a start that failed, or, when it lost the race to another client's, the
+    /// call goes to the winner. A daemon that accepted the connection but was dying (the
+    /// connection is reset or closed before the first answer) is treated like no daemon: the
+    /// first call waits for it to exit, starts a new one and is sent again.
     pub async fn connect_or_start(socket: &Path) -> Result<Self, ClientError> {
-        let mut client = Self::new(connect_or_start_stream(socket).await?);
+        let mut client = match connect_stream(socket).await {
+            Ok(stream) => Self::new(stream),
+            Err(ClientError::Connect { source, .. }) if nobody_listens(&source) => {
+                let (daemon, connection) = launcher::spawn_daemon_connected(socket)?;
+                let mut client = Self::new(runtime_stream(connection)?);
+                client.starting = Some(Starting { daemon, socket: socket.to_path_buf() });
+                client
+            }
+            Err(other) => return Err(other),
+        };
         client.restart_on = Some(socket.to_path_buf());
         Ok(client)
     }
@@ -176,6 +210,13 @@ impl Client {
     /// starts a new one and connects to it. False when this client may not restart, or when
     /// the daemon did not exit (it is alive and closed the connection on purpose).
     async fn reconnect_to_new_daemon(&mut self) -> Result<bool, ClientError> {
+        if let Some(Starting { daemon, socket }) = self.starting.take() {
+            // The daemon started here exited before it listened: a failed start is the error;
+            // a lost race sends the call to the winner.
+            launcher::daemon_exited(daemon, &socket).await?;
+            self.replace_stream(connect_stream(&socket).await?);
+            return Ok(true);
+        }
         let Some(socket) = self.restart_on.take().filter(|_| !self.answered) else {
             return Ok(false);
         };
@@ -194,11 +235,16 @@ impl Client {
         tokio::task::spawn_blocking(move || launcher::start_daemon(&owned))
             .await
             .map_err(|error| ClientError::Io(std::io::Error::other(error)))??;
-        let (recv, send) = tokio::io::split(connect_stream(&socket).await?);
+        self.replace_stream(connect_stream(&socket).await?);
+        Ok(true)
+    }
+
+    /// Goes on over `stream`, a new connection, instead of the one that was cut.
+    fn replace_stream(&mut self, stream: Stream) {
+        let (recv, send) = tokio::io::split(stream);
         self.reader = FramedRead::new(recv, LineCodec::default());
         self.writer = send;
         self.notifications.clear();
-        Ok(true)
     }
 
     /// Sends one line as is (no validation), for raw tools.
@@ -213,10 +259,26 @@ impl Client {
     /// Reads the next message from the daemon.
     pub async fn read_message(&mut self) -> Result<Value, ClientError> {
         loop {
-            match self.reader.next().await {
+            let next = match &self.starting {
+                // A daemon started here may take as long to listen as a start may take.
+                Some(starting) => {
+                    tokio::time::timeout(rein_launch::READY_TIMEOUT, self.reader.next())
+                        .await
+                        .map_err(|_| {
+                            let socket = starting.socket.clone();
+                            LaunchError::from(rein_launch::StartError::TimedOut { socket })
+                        })?
+                }
+                None => self.reader.next().await,
+            };
+            match next {
                 None => return Err(ClientError::Closed),
                 Some(Err(error)) => return Err(error.into()),
-                Some(Ok(Frame::Line(line))) if line.trim().is_empty() => continue,
+                // The ready line of a daemon started here, or a line a client may skip.
+                Some(Ok(Frame::Line(line))) if line.trim().is_empty() => {
+                    self.starting = None;
+                    continue;
+                }
                 Some(Ok(Frame::Line(line))) => {
                     return serde_json::from_str(&line)
                         .map_err(|error| ClientError::InvalidMessage(error.to_string()));

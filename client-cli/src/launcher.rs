@@ -77,6 +77,35 @@ pub async fn daemon_listening(
     if let Ok(Started::Listening { .. }) = started {
         return settle(started, socket);
     }
+    settle_on_blocking_thread(started, socket).await
+}
+
+/// Spawns a detached daemon on `socket` whose start is told on a connection, which the daemon
+/// then serves (see [`rein_launch::spawn_connected_on_runtime`]): returns that connection at
+/// once, for the caller to write its first request into while the daemon starts. The
+/// connection's first line is the daemon's (empty) ready line; if it ends before that line,
+/// ask [`daemon_exited`] what it means.
+pub fn spawn_daemon_connected(
+    socket: &Path,
+) -> Result<(rein_launch::ConnectedStart, std::os::unix::net::UnixStream), LaunchError> {
+    Ok(rein_launch::spawn_connected_on_runtime(&daemon_binary(), socket, &[])?)
+}
+
+/// For a daemon spawned by [`spawn_daemon_connected`] whose connection ended before its ready
+/// line: waits for its exit and settles it as [`start_daemon`] does. `Ok` means it lost the
+/// race to another client's daemon, which answers on `socket`.
+pub async fn daemon_exited(
+    starting: rein_launch::ConnectedStart,
+    socket: &Path,
+) -> Result<(), LaunchError> {
+    settle_on_blocking_thread(starting.exited().await, socket).await
+}
+
+/// [`settle`] on a blocking thread, as it may wait for a race's winner.
+async fn settle_on_blocking_thread(
+    started: Result<Started, StartError>,
+    socket: &Path,
+) -> Result<(), LaunchError> {
     let socket = socket.to_path_buf();
     tokio::task::spawn_blocking(move || settle(started, &socket))
         .await

@@ -64,6 +64,10 @@ struct Args {
     /// byte to once the socket listens (see `rein_launch`).
     #[arg(long, hide = true)]
     ready_fd: Option<i32>,
+    /// Set by a starter that gave a socket as `--ready-fd`: after the ready byte, serve it as
+    /// the first connection (see `rein_launch`).
+    #[arg(long, hide = true, requires = "ready_fd")]
+    serve_ready_fd: bool,
     /// Only check the configuration file: print the file used and exit 0, or the mistake
     /// (file, line, key) and exit 1. Used by `rein doctor`.
     #[arg(long)]
@@ -143,11 +147,7 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         Err(error) => return Err(error.into()),
     };
-    if let Some(fd) = args.ready_fd
-        && let Err(error) = rein_launch::notify_listening(fd)
-    {
-        tracing::warn!(%error, fd, "cannot tell the launcher that the socket listens");
-    }
+    let first_connection = tell_the_starter(&args);
     tracing::debug!(keys = ?secrets, "provider keys held in memory only");
     let startup::Started { runtime, registry, local_server } = helper.started()?;
     let entered = runtime.enter();
@@ -195,7 +195,9 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
         signals
             .forward_to(move || stopping.begin_shutdown())
             .context("cannot install signal handlers")?;
-        let socket = bound.accepting().context("cannot accept connections on the socket")?;
+        let socket = bound
+            .accepting(first_connection)
+            .context("cannot accept connections on the socket")?;
         tracing::info!(socket = %socket.path().display(), pid = std::process::id(), "reind serving");
         let socket_lock = server::serve(daemon, socket, methods).await;
         tracing::info!("reind stopped");
@@ -210,6 +212,22 @@ fn run(args: Args) -> anyhow::Result<ExitCode> {
     drop(home_held);
     drop(socket_lock);
     Ok(ExitCode::SUCCESS)
+}
+
+/// Tells whoever started the daemon in the background that its socket listens (`rein_launch`):
+/// a byte on the `--ready-fd` pipe, or on the socket given with `--serve-ready-fd`, which is
+/// then returned to be served as the first connection.
+fn tell_the_starter(args: &Args) -> Option<std::os::unix::net::UnixStream> {
+    let fd = args.ready_fd?;
+    let told = if args.serve_ready_fd {
+        rein_launch::ready_connection(fd).map(Some)
+    } else {
+        rein_launch::notify_listening(fd).map(|()| None)
+    };
+    told.unwrap_or_else(|error| {
+        tracing::warn!(%error, fd, "cannot tell the launcher that the socket listens");
+        None
+    })
 }
 
 /// How long after the socket listens the walk that makes `REIN_HOME` private starts: after the
@@ -398,6 +416,17 @@ mod tests {
         assert!(args.foreground && args.detached);
         assert_eq!(args.socket, Some(PathBuf::from("/tmp/r.sock")));
         assert_eq!((args.ready_fd, args.max_connections), (Some(7), 9));
+        assert!(!args.serve_ready_fd);
+        let args = Args::try_parse_from([
+            "reind",
+            rein_launch::READY_FD_FLAG,
+            "1",
+            rein_launch::SERVE_READY_FD_FLAG,
+        ])
+        .unwrap();
+        assert!(args.serve_ready_fd);
+        // Serving the ready descriptor needs one.
+        assert!(Args::try_parse_from(["reind", rein_launch::SERVE_READY_FD_FLAG]).is_err());
     }
 
     /// A SIGTERM that comes after the socket listens but before the runtime waits for signals

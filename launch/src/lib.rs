@@ -27,6 +27,12 @@
 //! page it writes afterwards a copy-on-write fault, on the cold start's path), and only that
 //! one child gets the descriptor, even while other threads start daemons of their own.
 //!
+//! A starter on a tokio runtime that talks to the daemon at once (the `rein` client) may
+//! give it one end of a socket pair instead of the pipe, with [`SERVE_READY_FD_FLAG`]
+//! ([`spawn_connected_on_runtime`]): the ready byte (a newline, so an empty line) comes on that
+//! connection, which the daemon then serves as if it had accepted it, and the starter's first
+//! request, written as soon as the daemon is spawned, is read as soon as the daemon serves.
+//!
 //! The keys come on stdin for the same reason: the daemon gets them without a re-execution of
 //! its own (3 to 5 ms of a cold start) and the starter still uses `posix_spawn`.
 //!
@@ -53,6 +59,9 @@ pub const DETACHED_FLAG: &str = "--detached";
 pub const SOCKET_FLAG: &str = "--socket";
 /// `reind` flag: the descriptor of the start-notification pipe's write end.
 pub const READY_FD_FLAG: &str = "--ready-fd";
+/// `reind` flag: the `--ready-fd` descriptor is a socket, the starter's first connection: the
+/// daemon writes its ready line there and then serves it like a connection it accepted.
+pub const SERVE_READY_FD_FLAG: &str = "--serve-ready-fd";
 
 /// `reind` exit code when another daemon already serves the socket or uses the home.
 pub const EXIT_ALREADY_RUNNING: u8 = 3;
@@ -87,18 +96,17 @@ pub struct ReadyPipe {
 
 impl ReadyPipe {
     /// A new pipe. Both ends are close-on-exec here (as std opens pipes), so no process this
-    /// one starts inherits them; [`ReadyPipe::hand_to`] gives the write end to one command.
+    /// one starts inherits them; [`ReadyPipe::daemon_end`] gives the write end to one command.
     pub fn new() -> std::io::Result<Self> {
         let (reader, writer) = std::io::pipe()?;
         Ok(Self { reader, writer })
     }
 
-    /// Makes `command` start with the write end as its stdout, descriptor [`DAEMON_READY_FD`]
-    /// (the number to pass as `--ready-fd`). The command holds a copy of the write end until
-    /// it is dropped: drop it once spawned, so the pipe ends when the daemon's copy does.
-    fn hand_to(&self, command: &mut Command) -> std::io::Result<RawFd> {
-        command.stdout(Stdio::from(self.writer.try_clone()?));
-        Ok(DAEMON_READY_FD)
+    /// A copy of the write end, for the daemon's stdout. The command given it holds it until
+    /// the command is dropped: drop it once spawned, so the pipe ends when the daemon's copy
+    /// does.
+    fn daemon_end(&self) -> std::io::Result<Stdio> {
+        Ok(Stdio::from(self.writer.try_clone()?))
     }
 
     /// This process's end once the daemon was spawned: its copy of the write end is closed,
@@ -173,6 +181,26 @@ pub fn notify_listening(fd: RawFd) -> std::io::Result<()> {
         .open(format!("/proc/self/fd/{fd}"))
         .and_then(|mut pipe| pipe.write_all(b"\n"));
     written.and(let_go(fd))
+}
+
+/// The daemon's end when started with [`SERVE_READY_FD_FLAG`]: writes the ready line on the
+/// socket `fd` (stdin, stdout or stderr, as the launcher hands it over), lets go of the number
+/// as [`let_go`] does, and returns the socket, close-on-exec so no tool or server the daemon
+/// starts inherits it, to be served as the daemon's first connection.
+pub fn ready_connection(fd: RawFd) -> std::io::Result<std::os::unix::net::UnixStream> {
+    let owned = match fd {
+        0 => std::io::stdin().as_fd().try_clone_to_owned(),
+        1 => std::io::stdout().as_fd().try_clone_to_owned(),
+        2 => std::io::stderr().as_fd().try_clone_to_owned(),
+        _ => Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("descriptor {fd} is not stdin, stdout or stderr"),
+        )),
+    }?;
+    let mut connection = std::os::unix::net::UnixStream::from(owned);
+    let written = connection.local_addr().and_then(|_| connection.write_all(b"\n"));
+    let let_go = let_go(fd);
+    written.and(let_go).map(|()| connection)
 }
 
 /// Lets go of an inherited descriptor the daemon has used up (the start-notification pipe,
@@ -256,12 +284,16 @@ pub fn spawn_detached(
     socket: &Path,
     extra: &[OsString],
 ) -> Result<Starting, StartError> {
-    let (reader, spawned) = spawn_with(binary, socket, extra, |mut command| {
+    let ready = ReadyPipe::new().map_err(StartError::Pipe)?;
+    let daemon_end = ready.daemon_end().map_err(StartError::Pipe)?;
+    let spawned = spawn_with(binary, socket, extra, Ready::Pipe(daemon_end), |mut command| {
         let mut child = command.spawn()?;
         let stderr = child.stderr.take();
         Ok((child.id(), stderr, DaemonExit::watch(child)))
-    })?;
-    let (pid, stderr, exit) = spawned;
+    });
+    // Only the daemon holds the write end now: the pipe ends when its copy does.
+    let reader = ready.into_reader();
+    let (pid, stderr, exit) = spawned?;
     Ok(Starting { reader, stderr, exit, pid, socket: socket.to_path_buf() })
 }
 
@@ -274,24 +306,58 @@ pub fn spawn_detached_on_runtime(
     socket: &Path,
     extra: &[OsString],
 ) -> Result<StartingOnRuntime, StartError> {
-    let (reader, child) = spawn_with(binary, socket, extra, |command| {
+    let ready = ReadyPipe::new().map_err(StartError::Pipe)?;
+    let daemon_end = ready.daemon_end().map_err(StartError::Pipe)?;
+    let spawned = spawn_with(binary, socket, extra, Ready::Pipe(daemon_end), |command| {
+        tokio::process::Command::from(command).spawn()
+    });
+    let reader = ready.into_reader();
+    Ok(StartingOnRuntime { reader, child: spawned?, socket: socket.to_path_buf() })
+}
+
+/// Spawns `binary` as a detached daemon serving `socket`, like [`spawn_detached_on_runtime`],
+/// with its start told on a connection instead of a pipe: returns this process's end of a
+/// socket pair whose other end the daemon writes its ready line to ([`SERVE_READY_FD_FLAG`])
+/// and then serves as its first connection. What the starter writes there at once waits in
+/// the pair's buffer while the daemon starts, so its first request is read as soon as the
+/// daemon serves: no wake-up on a notification, no connect and no accept on the cold path.
+///
+/// The connection's first line is the empty ready line. A connection that ends before it
+/// means the daemon exited (or is exiting): [`ConnectedStart::exited`] tells how. The
+/// starter reads on the connection with its own patience ([`READY_TIMEOUT`] for the ready
+/// line is what the pipe's wait allows).
+pub fn spawn_connected_on_runtime(
+    binary: &Path,
+    socket: &Path,
+    extra: &[OsString],
+) -> Result<(ConnectedStart, std::os::unix::net::UnixStream), StartError> {
+    let (ours, daemon_end) = std::os::unix::net::UnixStream::pair().map_err(StartError::Pipe)?;
+    let ready = Ready::Connection(Stdio::from(OwnedFd::from(daemon_end)));
+    let child = spawn_with(binary, socket, extra, ready, |command| {
         tokio::process::Command::from(command).spawn()
     })?;
-    Ok(StartingOnRuntime { reader, child, socket: socket.to_path_buf() })
+    Ok((ConnectedStart { child }, ours))
+}
+
+/// What the daemon is told its start on: its stdout, descriptor [`DAEMON_READY_FD`].
+enum Ready {
+    /// The write end of a start-notification pipe.
+    Pipe(Stdio),
+    /// One end of a socket pair, served as the first connection after the ready line.
+    Connection(Stdio),
 }
 
 /// Spawns the detached daemon's command (the contract in the module documentation) with
-/// `spawn`, which consumes the command and with it the command's copy of the start pipe's
-/// write end. Returns the pipe's read end and what `spawn` made.
+/// `spawn`, which consumes the command and with it the command's copy of the daemon's end of
+/// `ready`: once spawned, only the daemon holds it.
 fn spawn_with<T>(
     binary: &Path,
     socket: &Path,
     extra: &[OsString],
+    ready: Ready,
     spawn: impl FnOnce(Command) -> std::io::Result<T>,
-) -> Result<(std::io::PipeReader, T), StartError> {
-    let ready = ReadyPipe::new().map_err(StartError::Pipe)?;
+) -> Result<T, StartError> {
     let mut command = Command::new(binary);
-    let ready_fd = ready.hand_to(&mut command).map_err(StartError::Pipe)?;
     let stdin = hand_over_keys(&mut command).map_err(StartError::Pipe)?;
     command
         .arg(FOREGROUND_FLAG)
@@ -299,18 +365,16 @@ fn spawn_with<T>(
         .arg(SOCKET_FLAG)
         .arg(socket)
         .arg(READY_FD_FLAG)
-        .arg(ready_fd.to_string())
-        .args(extra)
-        .stdin(stdin)
-        .stderr(Stdio::piped())
-        .process_group(0);
-    // Once spawned, the command (gone with `spawn`) no longer holds a copy of the write end,
-    // nor does `ready` once it becomes its reader: the pipe ends when the daemon's copy does.
-    let spawned = spawn(command);
-    let reader = ready.into_reader();
-    let spawned =
-        spawned.map_err(|source| StartError::Spawn { binary: binary.to_path_buf(), source })?;
-    Ok((reader, spawned))
+        .arg(DAEMON_READY_FD.to_string());
+    let daemon_end = match ready {
+        Ready::Pipe(daemon_end) => daemon_end,
+        Ready::Connection(daemon_end) => {
+            command.arg(SERVE_READY_FD_FLAG);
+            daemon_end
+        }
+    };
+    command.args(extra).stdin(stdin).stdout(daemon_end).stderr(Stdio::piped()).process_group(0);
+    spawn(command).map_err(|source| StartError::Spawn { binary: binary.to_path_buf(), source })
 }
 
 /// A daemon spawned by [`spawn_detached`] whose socket may not listen yet.
@@ -374,14 +438,38 @@ impl StartingOnRuntime {
             wait_for_byte_async(reader, READY_TIMEOUT).await.map_err(StartError::Watch)?;
         match readiness {
             Readiness::Listening => Ok(Started::Listening { pid }),
-            Readiness::Gone => {
-                let output = child.wait_with_output().await.map_err(StartError::Wait)?;
-                let said = String::from_utf8_lossy(&output.stderr);
-                Ok(Started::Exited { status: output.status, stderr: said.trim().to_string() })
-            }
+            Readiness::Gone => exit_of(child).await,
             Readiness::TimedOut => Err(StartError::TimedOut { socket }),
         }
     }
+}
+
+/// A daemon spawned by [`spawn_connected_on_runtime`], whose start is told on the connection.
+#[derive(Debug)]
+pub struct ConnectedStart {
+    /// The daemon, reaped by tokio whenever it exits.
+    child: tokio::process::Child,
+}
+
+impl ConnectedStart {
+    /// The daemon's process id (0 once it was reaped).
+    pub fn pid(&self) -> u32 {
+        self.child.id().unwrap_or_default()
+    }
+
+    /// How the start ended, for a daemon whose connection ended before its ready line: it
+    /// exited or is exiting, and is waited for, its stderr read to the end meanwhile.
+    pub async fn exited(self) -> Result<Started, StartError> {
+        exit_of(self.child).await
+    }
+}
+
+/// A detached daemon that is gone before it listened: its exit status and what it wrote to
+/// stderr, waited for on the runtime.
+async fn exit_of(child: tokio::process::Child) -> Result<Started, StartError> {
+    let output = child.wait_with_output().await.map_err(StartError::Wait)?;
+    let said = String::from_utf8_lossy(&output.stderr);
+    Ok(Started::Exited { status: output.status, stderr: said.trim().to_string() })
 }
 
 /// How a starter learns a detached daemon's exit status.
@@ -569,6 +657,51 @@ mod tests {
             false
         });
         assert!(reaped, "the stopped daemon {pid} was left a zombie");
+
+        // Started on a connection: what the starter writes at once is read by the daemon once
+        // it has written its ready line, on the same connection.
+        let binary = script(
+            dir.path(),
+            "serves",
+            "printf '\\n' >&$fd\nread line <&$fd\necho \"answer to $line\" >&$fd",
+        );
+        let (exited, lines) = runtime.block_on(async {
+            let (starting, mut connection) =
+                spawn_connected_on_runtime(&binary, &socket, &[]).unwrap();
+            connection.write_all(b"request\n").unwrap();
+            let mut lines = String::new();
+            connection.read_to_string(&mut lines).unwrap();
+            (starting.exited().await.unwrap(), lines)
+        });
+        assert_eq!(lines, "\nanswer to request\n");
+        assert!(matches!(exited, Started::Exited { status, .. } if status.success()));
+        let args = std::fs::read_to_string(dir.path().join("args")).unwrap();
+        assert!(args.lines().any(|arg| arg == SERVE_READY_FD_FLAG), "{args}");
+        // A daemon that exits first ends the connection without a ready line.
+        let binary = dir.path().join("exits");
+        let (exited, lines) = runtime.block_on(async {
+            let (starting, mut connection) =
+                spawn_connected_on_runtime(&binary, &socket, &[]).unwrap();
+            let mut lines = String::new();
+            connection.read_to_string(&mut lines).unwrap();
+            (starting.exited().await.unwrap(), lines)
+        });
+        assert_eq!(lines, "");
+        match exited {
+            Started::Exited { status, stderr } => {
+                assert_eq!(status.code(), Some(i32::from(EXIT_ALREADY_RUNNING)));
+                assert_eq!(stderr, "reind: already serving");
+            }
+            other => panic!("expected an exit, got {other:?}"),
+        }
+    }
+
+    /// The daemon's side of a start on a connection takes the socket from stdin, stdout or
+    /// stderr only, where the launcher puts it (the end-to-end tests start `reind` that way).
+    #[test]
+    fn a_ready_connection_is_a_stdio_descriptor() {
+        let error = ready_connection(7).unwrap_err();
+        assert_eq!(error.kind(), std::io::ErrorKind::InvalidInput);
     }
 
     #[test]

@@ -215,8 +215,9 @@ fn sigterm_shuts_down_gracefully() {
     assert!(!daemon.socket().exists());
 }
 
-/// `rein` starts the daemon itself (`reind --foreground --detached --ready-fd N`, see
-/// `rein_launch`): one exec of `reind`, not a background `reind` that starts another.
+/// `rein` starts the daemon itself (`reind --foreground --detached --ready-fd N
+/// --serve-ready-fd`, see `rein_launch`): one exec of `reind`, not a background `reind` that
+/// starts another.
 #[test]
 fn rein_starts_the_daemon_with_one_exec_of_reind() {
     use std::os::unix::fs::PermissionsExt;
@@ -242,11 +243,11 @@ fn rein_starts_the_daemon_with_one_exec_of_reind() {
     let recorded = std::fs::read_to_string(&calls).unwrap();
     let lines: Vec<&str> = recorded.lines().collect();
     assert_eq!(lines.len(), 1, "reind was executed more than once: {lines:?}");
-    for flag in ["--foreground", "--detached", "--ready-fd", "--socket"] {
+    for flag in ["--foreground", "--detached", "--ready-fd", "--serve-ready-fd", "--socket"] {
         assert!(lines[0].split(' ').any(|word| word == flag), "{flag} missing: {}", lines[0]);
     }
-    // The start pipe was the daemon's stdout; once it listens, stdout goes nowhere (neither
-    // the pipe, which would keep the starter waiting, nor a file that took the number).
+    // The start connection was the daemon's stdout; once it listens, stdout goes nowhere
+    // (the connection is served on a descriptor of its own, which no tool inherits).
     let stdout = std::fs::read_link(format!("/proc/{}/fd/1", info["pid"])).unwrap();
     assert_eq!(stdout, std::path::Path::new("/dev/null"));
     assert!(daemon.run_rein(&["daemon", "stop"]).status.success());

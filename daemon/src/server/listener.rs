@@ -54,6 +54,9 @@ pub struct BoundSocket {
 pub struct AcceptingSocket {
     listener: Listener,
     place: Place,
+    /// A connection made before the runtime served (the starter's, handed over at the start),
+    /// answered first.
+    waiting: Option<Stream>,
 }
 
 /// Where the socket is: its path, and the lock that makes it ours.
@@ -123,12 +126,21 @@ pub fn bind(socket: &Path) -> Result<BoundSocket, BindError> {
 
 impl BoundSocket {
     /// Hands the socket to the current tokio runtime (call it within one), to accept the
-    /// connections waiting and those to come. When that fails the socket is removed, its lock
-    /// let go, and nothing is served.
-    pub fn accepting(self) -> std::io::Result<AcceptingSocket> {
+    /// connections waiting and those to come, after `first`: a connection the daemon was
+    /// handed at its start (the starter's, see `rein_launch::ready_connection`), served as if
+    /// it had been accepted first. When the socket cannot be handed over it is removed, its
+    /// lock let go, and nothing is served.
+    pub fn accepting(
+        self,
+        first: Option<std::os::unix::net::UnixStream>,
+    ) -> std::io::Result<AcceptingSocket> {
         let registered = uds::Listener::try_from(OwnedFd::from(self.listener));
         match registered {
-            Ok(listener) => Ok(AcceptingSocket { listener: listener.into(), place: self.place }),
+            Ok(listener) => Ok(AcceptingSocket {
+                listener: listener.into(),
+                place: self.place,
+                waiting: first.and_then(handed_over),
+            }),
             Err(error) => {
                 drop(self.place.remove());
                 Err(error)
@@ -137,10 +149,22 @@ impl BoundSocket {
     }
 }
 
+/// A connection the daemon was handed, made a runtime's stream; `None` (it is closed, and its
+/// client sees the daemon go away) when the runtime cannot take it.
+fn handed_over(connection: std::os::unix::net::UnixStream) -> Option<Stream> {
+    let taken = connection
+        .set_nonblocking(true)
+        .and_then(|()| uds::Stream::try_from(OwnedFd::from(connection)).map(Stream::from));
+    taken.map_err(|error| tracing::warn!(%error, "cannot serve the starter's connection")).ok()
+}
+
 impl AcceptingSocket {
-    /// Waits for the next connection.
-    pub async fn accept(&self) -> std::io::Result<Stream> {
-        self.listener.accept().await
+    /// Waits for the next connection: the one handed over at the start first, if any.
+    pub async fn accept(&mut self) -> std::io::Result<Stream> {
+        match self.waiting.take() {
+            Some(first) => Ok(first),
+            None => self.listener.accept().await,
+        }
     }
 
     /// The socket's path.
@@ -185,7 +209,7 @@ mod tests {
         drop(first); // the lock goes; the socket file stays behind like after a crash
         assert!(socket.exists());
         let second = bind(&socket).unwrap();
-        second.accepting().unwrap().remove();
+        second.accepting(None).unwrap().remove();
         assert!(!socket.exists());
     }
 
@@ -199,12 +223,35 @@ mod tests {
         // The starter connects and writes as soon as the socket listens.
         let mut early = std::os::unix::net::UnixStream::connect(&socket).unwrap();
         early.write_all(b"first line\n").unwrap();
-        let accepting = bound.accepting().unwrap();
+        let mut accepting = bound.accepting(None).unwrap();
         let mut stream = accepting.accept().await.unwrap();
         let mut read = [0_u8; 11];
         stream.read_exact(&mut read).await.unwrap();
         assert_eq!(&read, b"first line\n");
         drop(accepting.remove());
         assert!(!socket.exists());
+    }
+
+    /// The starter's connection handed over at the start is served before any connection
+    /// already waiting on the socket, and reads what was written into it before.
+    #[tokio::test]
+    async fn a_handed_over_connection_is_served_first() {
+        use std::io::Write as _;
+        use tokio::io::AsyncReadExt;
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("reind.sock");
+        let bound = bind(&socket).unwrap();
+        let mut other = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+        other.write_all(b"other\n").unwrap();
+        let (mut starter, daemon_end) = std::os::unix::net::UnixStream::pair().unwrap();
+        starter.write_all(b"first\n").unwrap();
+        let mut accepting = bound.accepting(Some(daemon_end)).unwrap();
+        for expected in [b"first\n", b"other\n"] {
+            let mut stream = accepting.accept().await.unwrap();
+            let mut read = [0_u8; 6];
+            stream.read_exact(&mut read).await.unwrap();
+            assert_eq!(&read, expected);
+        }
+        drop(accepting.remove());
     }
 }

@@ -20,7 +20,11 @@ const DRAIN_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// Accepts connections until the daemon shuts down, then closes them and removes the socket.
 /// Returns the socket's lock, for the caller to release once nothing of the daemon is left.
-pub async fn serve(daemon: Arc<Daemon>, socket: AcceptingSocket, methods: Methods) -> SocketLock {
+pub async fn serve(
+    daemon: Arc<Daemon>,
+    mut socket: AcceptingSocket,
+    methods: Methods,
+) -> SocketLock {
     let mut connections = JoinSet::new();
     let mut next_id = 0usize;
     loop {
