@@ -15,7 +15,8 @@ provider is fake_provider.py (one streamed "ok" per request) on 127.0.0.1, over 
 with --tls over HTTPS, as the hosted providers are: its certificate (made here with openssl) is
 added to a copy of the system's bundle, which the runs use through SSL_CERT_FILE, with
 SSL_CERT_DIR still the system's directory, so the daemon reads as many root certificates as
-it does by default. Timing is perf_counter around the child process.
+it does by default. Timing is perf_counter around the child process. Printed per DIR: the cold and warm runs'
+medians and their ratio, and the median (and quartiles) of each round's own cold/warm ratio.
 """
 import os, random, subprocess, sys, tempfile, time, statistics, shutil
 import fixture
@@ -69,4 +70,8 @@ for b in builds:
     for k in ("cold", "warm"):
         xs = sorted(res[(b, k)])
         print(f"{b} {k}: n={len(xs)} min={xs[0]:.1f} median={statistics.median(xs):.1f} max={xs[-1]:.1f} ms")
-    print(f"{b}: cold/warm = {c / w:.2f}x")
+    # Each round's cold run over the warm run made a moment later on the same daemon: the
+    # machine's drift over a run (other load, thermal, the host) cancels in each pair.
+    paired = [x / y for x, y in zip(res[(b, "cold")], res[(b, "warm")])]
+    q = statistics.quantiles(paired, n=4)
+    print(f"{b}: cold/warm = {c / w:.2f}x (medians); per round: median {statistics.median(paired):.2f}x, quartiles {q[0]:.2f}x-{q[2]:.2f}x")
