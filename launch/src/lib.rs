@@ -284,16 +284,12 @@ pub fn spawn_detached(
     socket: &Path,
     extra: &[OsString],
 ) -> Result<Starting, StartError> {
-    let ready = ReadyPipe::new().map_err(StartError::Pipe)?;
-    let daemon_end = ready.daemon_end().map_err(StartError::Pipe)?;
-    let spawned = spawn_with(binary, socket, extra, Ready::Pipe(daemon_end), |mut command| {
+    let (reader, spawned) = spawn_on_pipe(binary, socket, extra, |mut command| {
         let mut child = command.spawn()?;
         let stderr = child.stderr.take();
         Ok((child.id(), stderr, DaemonExit::watch(child)))
-    });
-    // Only the daemon holds the write end now: the pipe ends when its copy does.
-    let reader = ready.into_reader();
-    let (pid, stderr, exit) = spawned?;
+    })?;
+    let (pid, stderr, exit) = spawned;
     Ok(Starting { reader, stderr, exit, pid, socket: socket.to_path_buf() })
 }
 
@@ -306,13 +302,25 @@ pub fn spawn_detached_on_runtime(
     socket: &Path,
     extra: &[OsString],
 ) -> Result<StartingOnRuntime, StartError> {
+    let (reader, child) = spawn_on_pipe(binary, socket, extra, |command| {
+        tokio::process::Command::from(command).spawn()
+    })?;
+    Ok(StartingOnRuntime { reader, child, socket: socket.to_path_buf() })
+}
+
+/// [`spawn_with`] told its start on a new start-notification pipe: returns the pipe's read
+/// end, which only the daemon writes to once spawned, and what `spawn` made.
+fn spawn_on_pipe<T>(
+    binary: &Path,
+    socket: &Path,
+    extra: &[OsString],
+    spawn: impl FnOnce(Command) -> std::io::Result<T>,
+) -> Result<(std::io::PipeReader, T), StartError> {
     let ready = ReadyPipe::new().map_err(StartError::Pipe)?;
     let daemon_end = ready.daemon_end().map_err(StartError::Pipe)?;
-    let spawned = spawn_with(binary, socket, extra, Ready::Pipe(daemon_end), |command| {
-        tokio::process::Command::from(command).spawn()
-    });
-    let reader = ready.into_reader();
-    Ok(StartingOnRuntime { reader, child: spawned?, socket: socket.to_path_buf() })
+    let spawned = spawn_with(binary, socket, extra, Ready::Pipe(daemon_end), spawn)?;
+    // Only the daemon holds the write end now: the pipe ends when its copy does.
+    Ok((ready.into_reader(), spawned))
 }
 
 /// Spawns `binary` as a detached daemon serving `socket`, like [`spawn_detached_on_runtime`],
@@ -452,11 +460,6 @@ pub struct ConnectedStart {
 }
 
 impl ConnectedStart {
-    /// The daemon's process id (0 once it was reaped).
-    pub fn pid(&self) -> u32 {
-        self.child.id().unwrap_or_default()
-    }
-
     /// How the start ended, for a daemon whose connection ended before its ready line: it
     /// exited or is exiting, and is waited for, its stderr read to the end meanwhile.
     pub async fn exited(self) -> Result<Started, StartError> {
