@@ -124,16 +124,15 @@ impl Provider for HttpProvider {
 
 /// The HTTP client for `settings`.
 fn build_client(settings: &ProviderSettings) -> Result<reqwest::Client, ClientError> {
-    let mut builder = crate::tls::client_builder()
-        .connect_timeout(Duration::from_secs(30))
-        .read_timeout(settings.idle_timeout);
-    if !uses_tls(&settings.base_url) {
-        // Loading and parsing the system's root certificates takes milliseconds; a plain-HTTP
-        // endpoint (a local model server) never verifies a certificate, so it gets an empty
-        // trust store instead: an `https` URL reached through it would be refused, not
-        // trusted.
-        builder = builder.tls_certs_only(Vec::new());
-    }
+    // A plain-HTTP endpoint (a local model server) never verifies a certificate, so its client
+    // does not read the system's root certificates.
+    let builder = if uses_tls(&settings.base_url) {
+        crate::tls::client_builder()
+    } else {
+        crate::tls::plain_http_client_builder()
+    };
+    let builder =
+        builder.connect_timeout(Duration::from_secs(30)).read_timeout(settings.idle_timeout);
     builder.build().map_err(|source| ClientError {
         provider: settings.name.clone(),
         reason: error_chain(&source),

@@ -68,7 +68,8 @@ pub fn base_url(port: u16) -> String {
 
 /// Asks every candidate at once and returns the first, in candidate order, that lists a model.
 pub async fn detect(candidates: &[Candidate], timeout: Duration) -> Option<LocalServer> {
-    let client = crate::tls::client_builder().timeout(timeout).no_proxy().build().ok()?;
+    let client =
+        crate::tls::plain_http_client_builder().timeout(timeout).no_proxy().build().ok()?;
     let probes = candidates.iter().map(|candidate| {
         let client = client.clone();
         async move {
