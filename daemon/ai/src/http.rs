@@ -62,8 +62,8 @@ pub struct HttpProvider {
 struct Inner {
     settings: ProviderSettings,
     /// Made on first use ([`HttpProvider::prepare`] or the first request): for an `https`
-    /// provider that reads and parses the system's root certificates, milliseconds of work
-    /// that resolving a model (a new session does) need not wait for.
+    /// provider that reads and parses the system's bundle of root certificates, about a
+    /// millisecond of work that resolving a model (a new session does) need not wait for.
     client: OnceLock<Result<reqwest::Client, ClientError>>,
     environment: Environment,
 }
