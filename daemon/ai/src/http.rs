@@ -374,13 +374,17 @@ fn aborted() -> Failure {
     Failure::fatal(ProviderErrorKind::Aborted, "the request was cancelled")
 }
 
-/// An error and all its causes, joined.
+/// An error with its causes, `outer: inner: innermost` (reqwest's own text omits them); a
+/// cause whose text the chain already holds is not repeated.
 pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
+        let cause_text = cause.to_string();
+        if !text.contains(&cause_text) {
+            text.push_str(": ");
+            text.push_str(&cause_text);
+        }
         source = cause.source();
     }
     text

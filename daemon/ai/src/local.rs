@@ -7,6 +7,7 @@
 //! [`PORTS_VARIABLE`] replaces the list (tests point it at the scripted fake provider).
 
 use crate::config::ProviderConfig;
+use crate::http::error_chain;
 use crate::wire::auth_headers;
 use rein_protocol::method::LocalServer;
 use rein_protocol::model::Api;
@@ -192,21 +193,6 @@ pub async fn list_models(
     let list: ModelList = serde_json::from_str(&body)
         .map_err(|error| ListError::Invalid { url: url.clone(), reason: error.to_string() })?;
     Ok(list.data.into_iter().map(|model| model.id).collect())
-}
-
-/// An error with its causes, `outer: inner: innermost` (reqwest's own text omits them).
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 #[cfg(test)]

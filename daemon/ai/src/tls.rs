@@ -31,7 +31,11 @@ pub fn install_provider() {
 /// root certificates (the bundle file is read now: under a millisecond).
 pub fn client_builder() -> reqwest::ClientBuilder {
     install_provider();
-    trusting_the_system(reqwest::Client::builder())
+    #[cfg(all(unix, not(target_vendor = "apple"), not(target_os = "android")))]
+    return trusting(reqwest::Client::builder(), trust::Locations::of_this_system());
+    #[cfg(not(all(unix, not(target_vendor = "apple"), not(target_os = "android"))))]
+    // reqwest's verifier asks the platform.
+    reqwest::Client::builder()
 }
 
 /// A builder for an HTTP client that trusts no certificate, for a server reached over plain
@@ -42,16 +46,18 @@ pub fn plain_http_client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder().tls_certs_only(Vec::new())
 }
 
-/// `builder` trusting the system's root certificates through [`trust::SystemRoots`]. With none
-/// usable, `builder` as it is: reqwest's verifier then reports that the system has none when
-/// the client is built.
+/// `builder` trusting the root certificates of `locations` through [`trust::SystemRoots`].
+/// With none usable, `builder` as it is: reqwest's verifier then reports that the system has
+/// none when the client is built.
 #[cfg(all(unix, not(target_vendor = "apple"), not(target_os = "android")))]
-fn trusting_the_system(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
+fn trusting(
+    builder: reqwest::ClientBuilder,
+    locations: trust::Locations,
+) -> reqwest::ClientBuilder {
     let Some(provider) = rustls::crypto::CryptoProvider::get_default().cloned() else {
         return builder;
     };
-    let Some(roots) = trust::SystemRoots::new(trust::Locations::of_this_system(), provider.clone())
-    else {
+    let Some(roots) = trust::SystemRoots::new(locations, provider.clone()) else {
         return builder;
     };
     let config = rustls::ClientConfig::builder_with_provider(provider)
@@ -75,15 +81,74 @@ fn trusting_the_system(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilde
     }
 }
 
-/// `builder` as it is: reqwest's verifier asks the platform.
-#[cfg(not(all(unix, not(target_vendor = "apple"), not(target_os = "android"))))]
-fn trusting_the_system(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
-    builder
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A TLS server on 127.0.0.1 with a self-signed certificate made for this run, answering
+    /// each connection's request with `ok`; its port and certificate (PEM).
+    #[cfg(all(unix, not(target_vendor = "apple"), not(target_os = "android")))]
+    async fn https_server() -> (u16, String) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::Pkcs8(made.signing_key.serialize_der().into());
+        let config = rustls::ServerConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![made.cert.der().clone()], key)
+        .unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let acceptor = acceptor.clone();
+                tokio::spawn(async move {
+                    let Ok(mut tls) = acceptor.accept(stream).await else { return };
+                    let mut request = [0_u8; 4096];
+                    let _ = tls.read(&mut request).await;
+                    let answer =
+                        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok";
+                    let _ = tls.write_all(answer.as_bytes()).await;
+                    let _ = tls.shutdown().await;
+                });
+            }
+        });
+        (port, made.cert.pem())
+    }
+
+    /// A GET of the server on `port` by a client trusting `bundle` (a file) and `dir` (a
+    /// directory) of PEM text: its body, or the error's chain.
+    #[cfg(all(unix, not(target_vendor = "apple"), not(target_os = "android")))]
+    async fn fetch(port: u16, bundle: &str, dir: &str) -> Result<String, String> {
+        let store = tempfile::tempdir().unwrap();
+        let (file, certs) = (store.path().join("bundle.crt"), store.path().join("certs"));
+        std::fs::create_dir(&certs).unwrap();
+        std::fs::write(&file, bundle).unwrap();
+        std::fs::write(certs.join("added.pem"), dir).unwrap();
+        install_provider();
+        let locations = trust::Locations::new(Some(file), vec![certs]);
+        let client = trusting(reqwest::Client::builder(), locations).build().unwrap();
+        let answer = client.get(format!("https://127.0.0.1:{port}/")).send().await;
+        match answer {
+            Ok(answer) => Ok(answer.text().await.unwrap()),
+            Err(error) => Err(crate::http::error_chain(&error)),
+        }
+    }
+
+    #[tokio::test]
+    #[cfg(all(unix, not(target_vendor = "apple"), not(target_os = "android")))]
+    async fn a_server_is_trusted_through_the_bundle_or_the_directories_alone() {
+        let (port, cert) = https_server().await;
+        let unrelated = include_str!("tls/testdata/other.pem");
+        assert_eq!(fetch(port, &cert, unrelated).await.unwrap(), "ok");
+        assert_eq!(fetch(port, unrelated, &cert).await.unwrap(), "ok");
+        let refused = fetch(port, unrelated, unrelated).await.unwrap_err();
+        assert!(refused.contains("UnknownIssuer"), "{refused}");
+    }
 
     #[test]
     fn clients_build_with_the_provider_installed() {

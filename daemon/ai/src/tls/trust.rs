@@ -39,6 +39,12 @@ pub(crate) struct Locations {
 }
 
 impl Locations {
+    /// `file` and `dirs` as they are.
+    #[cfg(test)]
+    pub(crate) fn new(file: Option<PathBuf>, dirs: Vec<PathBuf>) -> Self {
+        Self { file, dirs }
+    }
+
     /// The places of this process's environment, else the system's.
     pub(crate) fn of_this_system() -> Self {
         Self::choose(
