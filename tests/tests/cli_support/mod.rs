@@ -338,8 +338,14 @@ impl Tmux {
             }
         }
         // The shell records rein's exit status: tmux may be slow to reap a pane's process.
+        // Then it keeps the terminal open a moment: tmux drops what a pane wrote but it had
+        // not read yet when the pane's process exits, so a `rein` that prints one line and
+        // exits at once (a start-up error) could leave a blank screen on a busy machine.
         let status_file = dir.path().join("status");
-        command.arg(format!("{prefix} {line}; echo $? > {}", shell_quote(&path_str(&status_file))));
+        command.arg(format!(
+            "{prefix} {line}; echo $? > {}; sleep 2",
+            shell_quote(&path_str(&status_file))
+        ));
         command.env("TERM", "xterm-256color");
         let status = command.status().unwrap();
         assert!(status.success(), "tmux new-session failed");
