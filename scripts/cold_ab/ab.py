@@ -3,7 +3,8 @@ the same load (docs/benchmarks.md, "Cost per turn as history grows", cold start)
 
     python3 scripts/cold_ab/ab.py [--kept-home] [--key] [--tls] N DIR [DIR...]
 
-Each DIR holds a `rein` and a `reind` (copies of target/release). For each of N rounds and
+Each DIR holds a `rein` and a `reind` (copies of target/release); the runs use copies of
+them made at the start, all at once, so no build runs from an older page cache than another. For each of N rounds and
 each DIR, in an order drawn afresh each round: a REIN_HOME, one cold `rein run --approve
 yolo "say ok"` (no daemon: `rein` starts it), two untimed runs, one timed warm run on the
 daemon the cold run started, then `rein daemon stop`. The home is a fresh one each round (a
@@ -25,7 +26,20 @@ kept = "--kept-home" in args
 key = "--key" in args
 tls = "--tls" in args
 args = [a for a in args if a not in ("--kept-home", "--key", "--tls")]
-N = int(args[0]); builds = args[1:]
+N = int(args[0]); given = args[1:]
+# Each build runs from a copy made now, all at once: how long a binary has sat in the page
+# cache moved a build's cold run by 1.6 ms and its warm run by 0.9 ms here (the same bytes,
+# copied 45 minutes apart, took 916 and 807 page faults to start; docs/benchmarks.md,
+# "Eighteenth pass"), more than most changes measured with this script.
+copies = tempfile.mkdtemp()
+builds = []
+for index, build in enumerate(given):
+    copy = os.path.join(copies, str(index))
+    os.mkdir(copy)
+    for binary in ("rein", "reind"):
+        shutil.copy2(os.path.join(build, binary), copy)
+    builds.append(copy)
+names = dict(zip(builds, given))
 fake, base_url, trust = fixture.start_provider(tls)
 proj = tempfile.mkdtemp()
 res = {(b, k): [] for b in builds for k in ("cold", "warm")}
@@ -64,14 +78,15 @@ for i in range(N):
             shutil.rmtree(home, ignore_errors=True)
 for home in homes.values():
     shutil.rmtree(home, ignore_errors=True)
+shutil.rmtree(copies, ignore_errors=True)
 fake.kill()
 for b in builds:
     c = statistics.median(res[(b, "cold")]); w = statistics.median(res[(b, "warm")])
     for k in ("cold", "warm"):
         xs = sorted(res[(b, k)])
-        print(f"{b} {k}: n={len(xs)} min={xs[0]:.1f} median={statistics.median(xs):.1f} max={xs[-1]:.1f} ms")
+        print(f"{names[b]} {k}: n={len(xs)} min={xs[0]:.1f} median={statistics.median(xs):.1f} max={xs[-1]:.1f} ms")
     # Each round's cold run over the warm run made a moment later on the same daemon: the
     # machine's drift over a run (other load, thermal, the host) cancels in each pair.
     paired = [x / y for x, y in zip(res[(b, "cold")], res[(b, "warm")])]
     q = statistics.quantiles(paired, n=4)
-    print(f"{b}: cold/warm = {c / w:.2f}x (medians); per round: median {statistics.median(paired):.2f}x, quartiles {q[0]:.2f}x-{q[2]:.2f}x")
+    print(f"{names[b]}: cold/warm = {c / w:.2f}x (medians); per round: median {statistics.median(paired):.2f}x, quartiles {q[0]:.2f}x-{q[2]:.2f}x")

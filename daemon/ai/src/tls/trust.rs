@@ -4,7 +4,7 @@
 //! On Linux and the BSDs the roots are PEM files, read from where OpenSSL reads them: the file
 //! of `SSL_CERT_FILE` and the directories of `SSL_CERT_DIR` when either is set, else the bundle
 //! file and directories `openssl-probe` finds ([`Locations`]). Reading them all, as
-//! `rustls-native-certs` does for reqwest's default verifier, took 2.5 to 4 ms here: the
+//! `rustls-native-certs` does for reqwest's default verifier, took 2.7 to 4.7 ms here: the
 //! directory holds a few hundred links and files (Debian's holds each certificate of the bundle
 //! again, under two names), and each is a file system lookup. A cold start paid it before its
 //! first request to a hosted provider (docs/benchmarks.md, "Eighteenth pass").
