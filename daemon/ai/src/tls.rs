@@ -29,6 +29,10 @@ pub fn install_provider() {
 
 /// A builder for an HTTP client, with the crypto provider installed, trusting the system's
 /// root certificates (the bundle file is read now: under a millisecond).
+///
+/// Its TLS set-up is made here and handed to reqwest whole, so reqwest's own TLS settings
+/// (extra roots, TLS versions, accepting invalid certificates) have no effect on it: a
+/// client that needs them is made from [`plain_http_client_builder`]'s kind of builder.
 pub fn client_builder() -> reqwest::ClientBuilder {
     install_provider();
     #[cfg(all(unix, not(target_vendor = "apple"), not(target_os = "android")))]
