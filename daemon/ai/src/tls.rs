@@ -9,7 +9,7 @@
 //! for servers reached over plain HTTP only.
 //!
 //! The clients trust the system's root certificates: where the system keeps them in PEM files
-//! (Linux, the BSDs) through [`trust::SystemRoots`], which reads the bundle file first and its
+//! (Linux, the BSDs) through `trust::SystemRoots`, which reads the bundle file first and its
 //! directories only when needed; elsewhere through reqwest's default verifier.
 
 #[cfg(all(unix, not(target_vendor = "apple"), not(target_os = "android")))]
@@ -32,7 +32,7 @@ pub fn install_provider() {
 ///
 /// Its TLS set-up is made here and handed to reqwest whole, so reqwest's own TLS settings
 /// (extra roots, TLS versions, accepting invalid certificates) have no effect on it: a
-/// client that needs them is made from [`plain_http_client_builder`]'s kind of builder.
+/// client that needs them starts from `reqwest::Client::builder()` after [`install_provider`].
 pub fn client_builder() -> reqwest::ClientBuilder {
     install_provider();
     #[cfg(all(unix, not(target_vendor = "apple"), not(target_os = "android")))]
@@ -50,7 +50,7 @@ pub fn plain_http_client_builder() -> reqwest::ClientBuilder {
     reqwest::Client::builder().tls_certs_only(Vec::new())
 }
 
-/// `builder` trusting the root certificates of `locations` through [`trust::SystemRoots`].
+/// `builder` trusting the root certificates of `locations` through `trust::SystemRoots`.
 /// With none usable, `builder` as it is: reqwest's verifier then reports that the system has
 /// none when the client is built.
 #[cfg(all(unix, not(target_vendor = "apple"), not(target_os = "android")))]
