@@ -83,10 +83,13 @@ impl Locations {
         }
     }
 
-    /// The certificates of the file and of every directory.
+    /// The certificates of the file and of every directory (the file is read with the first
+    /// directory, so a link to it there, as in Debian's, is not read again).
     fn all_roots(&self) -> Vec<CertificateDer<'static>> {
-        let mut all = self.file_roots();
-        for dir in &self.dirs {
+        let Some((first, others)) = self.dirs.split_first() else { return self.file_roots() };
+        let file = self.file.as_deref();
+        let mut all = loaded(rustls_native_certs::load_certs_from_paths(file, Some(first)));
+        for dir in others {
             all.extend(loaded(rustls_native_certs::load_certs_from_paths(None, Some(dir))));
         }
         all
