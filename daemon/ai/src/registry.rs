@@ -210,8 +210,8 @@ impl Registry {
     /// Makes the HTTP client of the default model's provider now (it is kept, like the
     /// provider [`Registry::resolve`] answers), so the first prompt does not wait for it: the
     /// client of an `https` provider reads and parses the system's bundle of root certificates
-    /// (about 1 ms here, see `tls`). A daemon calls it on a spare thread at start. Nothing is made without a
-    /// usable default (no model, or its key unset).
+    /// (about 1 ms here, see `tls`). A daemon calls it on a spare thread at start. Nothing is
+    /// made without a usable default (no model, or its key unset).
     pub fn prepare_default(&self) {
         let prepared = self.resolve(None).and_then(|resolved| {
             let name = &resolved.info.provider;

@@ -35,11 +35,19 @@ pub fn install_provider() {
 /// client that needs them starts from `reqwest::Client::builder()` after [`install_provider`].
 pub fn client_builder() -> reqwest::ClientBuilder {
     install_provider();
-    #[cfg(all(unix, not(target_vendor = "apple"), not(target_os = "android")))]
-    return trusting(reqwest::Client::builder(), trust::Locations::of_this_system());
-    #[cfg(not(all(unix, not(target_vendor = "apple"), not(target_os = "android"))))]
-    // reqwest's verifier asks the platform.
-    reqwest::Client::builder()
+    trusting_the_system(reqwest::Client::builder())
+}
+
+/// `builder` trusting the system's root certificates where they are PEM files.
+#[cfg(all(unix, not(target_vendor = "apple"), not(target_os = "android")))]
+fn trusting_the_system(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
+    trusting(builder, trust::Locations::of_this_system())
+}
+
+/// `builder` as it is: reqwest's verifier asks the platform.
+#[cfg(not(all(unix, not(target_vendor = "apple"), not(target_os = "android"))))]
+fn trusting_the_system(builder: reqwest::ClientBuilder) -> reqwest::ClientBuilder {
+    builder
 }
 
 /// A builder for an HTTP client that trusts no certificate, for a server reached over plain
