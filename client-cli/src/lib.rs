@@ -6,6 +6,7 @@
 //! [`commands`] holds one module per subcommand and [`interactive`] the attach.
 
 pub mod acp;
+pub mod ahead;
 pub mod client;
 pub mod commands;
 pub mod follow;

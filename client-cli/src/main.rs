@@ -4,7 +4,8 @@
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use clap_complete::Shell;
-use rein_cli::client::ClientError;
+use rein_cli::ahead::Ahead;
+use rein_cli::client::{Client, ClientError};
 use rein_cli::commands::batch::BatchArgs;
 use rein_cli::commands::run::RunArgs;
 use rein_cli::commands::session::{self as session_cmd, QueueKind, Report};
@@ -296,7 +297,17 @@ enum DaemonAction {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("rein: cannot start the async runtime: {error}");
+            return ExitCode::from(exit::FAILURE);
+        }
+    };
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // Before parsing, which takes a while: a daemon `rein run` has to start starts meanwhile.
+    let ahead = runtime.block_on(Ahead::connect(args.get(1..).unwrap_or_default()));
+    let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(error) => {
             let _ = error.print();
@@ -321,14 +332,8 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::FAILURE);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(runtime) => runtime,
-        Err(error) => {
-            eprintln!("rein: cannot start the async runtime: {error}");
-            return ExitCode::from(exit::FAILURE);
-        }
-    };
-    let result = runtime.block_on(dispatch(&socket, cli));
+    let ahead = ahead.and_then(|ahead| ahead.into_client_for(&socket));
+    let result = runtime.block_on(dispatch(&socket, cli, ahead));
     // A blocking task still waiting (a daemon start that lost a race) must not keep `rein`
     // from exiting.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
@@ -342,13 +347,15 @@ fn main() -> ExitCode {
     }
 }
 
-async fn dispatch(socket: &Path, cli: Cli) -> Result<u8, ClientError> {
+/// Runs the command; `ahead` is the connection made before parsing, if any (see
+/// [`Ahead`]).
+async fn dispatch(socket: &Path, cli: Cli, ahead: Option<Client>) -> Result<u8, ClientError> {
     let Some(command) = cli.command else {
         return attach(socket, Target::New, cli.start).await;
     };
-    let client = || rein_cli::client::Client::connect_or_start(socket);
+    let client = || Client::connect_or_start(socket);
     match command {
-        Command::Run(args) => commands::run::run(socket, args).await,
+        Command::Run(args) => commands::run::run(socket, args, ahead).await,
         Command::Batch(args) => commands::batch::run(socket, args).await,
         Command::Attach { session, options } => {
             let target = session.map(Target::Named).unwrap_or(Target::Latest);

@@ -271,6 +271,27 @@ fn rein_reports_why_the_daemon_did_not_start() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("approval_polcy"), "{output:?}");
 }
 
+/// `rein run` starts the daemon before it parses its arguments (`rein_cli::ahead`): a daemon
+/// that exits before it listens is still reported with its own message, and asking for help
+/// starts none.
+#[test]
+fn rein_run_starting_the_daemon_ahead_reports_a_failed_start_and_leaves_help_alone() {
+    let daemon = DaemonFixture::new();
+    let output = daemon.run_rein(&["run", "--help"]);
+    assert!(output.status.success(), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("PROMPT"), "{output:?}");
+    // A daemon started for it would have made its run directory by now.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(!daemon.home().join("run").exists(), "no daemon was started for help");
+    std::fs::write(daemon.home().join("config.toml"), "approval_polcy = \"ask\"\n").unwrap();
+    let output = daemon.run_rein(&["run", "--approve", "yolo", "say ok"]);
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("reind did not start"), "{stderr}");
+    assert!(stderr.contains("approval_polcy"), "the daemon's reason is passed on: {stderr}");
+    assert!(!daemon.socket().exists(), "nothing listens");
+}
+
 /// Two clients that find no daemon at once both start one: one wins, the other's daemon
 /// exits with "already running" and that client uses the winner.
 #[test]

@@ -108,8 +108,9 @@ fn prompt_source(words: &[String]) -> PromptSource {
     }
 }
 
-/// Runs one prompt and returns the exit code.
-pub async fn run(socket: &Path, args: RunArgs) -> Result<u8, ClientError> {
+/// Runs one prompt and returns the exit code. `ahead` is a connection to `socket` made
+/// before the arguments were parsed (see [`crate::ahead`]); without one, it connects here.
+pub async fn run(socket: &Path, args: RunArgs, ahead: Option<Client>) -> Result<u8, ClientError> {
     let source = prompt_source(&args.prompt);
     let from_stdin = source == PromptSource::Stdin;
     let prompt = match source {
@@ -140,7 +141,10 @@ pub async fn run(socket: &Path, args: RunArgs) -> Result<u8, ClientError> {
     let approvals =
         !from_stdin && std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
     let mut interrupts = Interrupts::catch()?;
-    let mut client = Client::connect_or_start(socket).await?;
+    let mut client = match ahead {
+        Some(client) => client,
+        None => Client::connect_or_start(socket).await?,
+    };
     client.initialize(approvals).await?;
     let daemon_info = crate::commands::daemon::warn(&mut client).await;
     let target = match (&args.session, args.continue_) {
