@@ -12,8 +12,9 @@
 //! request, against a floor measured in the same run: the same two request bodies posted to
 //! the same fake provider by a minimal HTTP client, plus one `sh -c true` spawn. Then the
 //! 100,000-entry session is opened through the CLI (`rein rpc session/open`) and the daemon's
-//! RSS read. Nothing is asserted about speed. `BENCH_SIZES` (comma-separated) and
-//! `BENCH_ROUNDS` change what is measured.
+//! RSS read. Nothing is asserted about speed. `BENCH_SIZES` (comma-separated),
+//! `BENCH_ROUNDS` and `BENCH_OPENS` (how many times the largest session is opened, default 5)
+//! change what is measured.
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -145,6 +146,8 @@ fn bench_turn_cost_and_open_as_history_grows() {
         .unwrap_or_else(|| vec![10, 1_000, 10_000, 100_000]);
     let rounds: usize =
         std::env::var("BENCH_ROUNDS").ok().and_then(|n| n.parse().ok()).unwrap_or(5);
+    let open_rounds: usize =
+        std::env::var("BENCH_OPENS").ok().and_then(|n| n.parse().ok()).unwrap_or(5).max(1);
     let fake = BackgroundFake::start(Vec::new());
     let config = fake.config(
         "approval_policy = \"yolo\"\n\n[providers.local.models.\"test-model\"]\ncontext_window = 1000000000\nmax_output_tokens = 1000",
@@ -236,20 +239,27 @@ fn bench_turn_cost_and_open_as_history_grows() {
             );
             let rss_before = rss_kib(pid).unwrap();
             let params = json!({"session_id": session}).to_string();
-            let started = Instant::now();
-            let output = daemon.run_rein(&["rpc", "session/open", &params]);
-            let open = started.elapsed();
-            assert!(output.status.success(), "{output:?}");
-            let rss_after = rss_kib(pid).unwrap();
+            let mut opens = Vec::new();
+            let mut rss_after = 0;
+            for _ in 0..open_rounds {
+                let started = Instant::now();
+                let output = daemon.run_rein(&["rpc", "session/open", &params]);
+                opens.push(ms(started.elapsed()));
+                assert!(output.status.success(), "{output:?}");
+                rss_after = rss_kib(pid).unwrap();
+                client.call_ok(5, "session/close", json!({"session_id": session}));
+                std::thread::sleep(Duration::from_secs(2));
+            }
+            let shown: Vec<String> = opens.iter().map(|open| format!("{open:.0}")).collect();
             println!(
-                "\nopen of the {size}-entry session through `rein rpc session/open`: {:.0} ms; \
-                 daemon RSS {:.1} MiB before, {:.1} MiB with it loaded",
-                ms(open),
+                "\nopen of the {size}-entry session through `rein rpc session/open`: median {:.0} \
+                 ms of {} ({} ms); daemon RSS {:.1} MiB before, {:.1} MiB with it loaded",
+                median(opens),
+                shown.len(),
+                shown.join(", "),
                 rss_before as f64 / 1024.0,
                 rss_after as f64 / 1024.0
             );
-            client.call_ok(5, "session/close", json!({"session_id": session}));
-            std::thread::sleep(Duration::from_secs(2));
             println!(
                 "daemon RSS after closing it: {:.1} MiB",
                 rss_kib(pid).unwrap() as f64 / 1024.0
