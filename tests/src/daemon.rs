@@ -315,6 +315,37 @@ impl DaemonFixture {
         }
     }
 
+    /// Stops a daemon that a `rein` started on this fixture's home and socket and that the
+    /// test left running (a command that started it, then stopped at a usage error, say):
+    /// SIGTERM to the pid its home lock records, when that process is a `reind` serving this
+    /// socket, then a wait for it to exit, so no daemon outlives the test's home.
+    fn stop_started_by_a_client(&self) {
+        let lock = self.home.path().join("run").join("reind.lock");
+        let Ok(record) = std::fs::read_to_string(&lock) else { return };
+        let Some(pid) = record
+            .lines()
+            .find_map(|line| line.strip_prefix("pid "))
+            .and_then(|pid| pid.trim().parse::<i32>().ok())
+        else {
+            return;
+        };
+        let serves_this_socket = std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|line| {
+            let line = String::from_utf8_lossy(&line);
+            line.contains("reind") && line.contains(&*self.socket.to_string_lossy())
+        });
+        if !serves_this_socket {
+            return;
+        }
+        let pid = nix::unistd::Pid::from_raw(pid);
+        if nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM).is_err() {
+            return;
+        }
+        let deadline = Instant::now() + STOP_PATIENCE;
+        while Instant::now() < deadline && is_running(pid.as_raw()) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
     /// Waits for the daemon process to exit and returns its exit code.
     pub fn wait_for_exit(&mut self) -> Option<i32> {
         let mut child = self.child.take()?;
@@ -359,7 +390,20 @@ impl Drop for DaemonFixture {
         if std::thread::panicking() {
             self.print_account();
         }
+        self.stop_started_by_a_client();
     }
+}
+
+/// How long a fixture going away waits for a daemon a client started to exit.
+const STOP_PATIENCE: Duration = Duration::from_secs(5);
+
+/// Whether process `pid` exists and has not exited (an exited process not yet reaped by
+/// whoever adopted it is a zombie: `Z` in `/proc/PID/stat`).
+fn is_running(pid: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        // The state follows the command name, which may hold spaces and parentheses.
+        stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().next()) != Some("Z")
+    })
 }
 
 /// Lines of the daemon's log a failed test prints.
