@@ -142,7 +142,7 @@ fn runtime_stream(connection: std::os::unix::net::UnixStream) -> Result<Stream, 
 /// Whether a failed connect means no daemon is there (no socket, or a stale one), so one may
 /// be started. Anything else (a socket this user may not reach, say) is reported as it is:
 /// starting a daemon would not help.
-fn nobody_listens(error: &std::io::Error) -> bool {
+pub(crate) fn nobody_listens(error: &std::io::Error) -> bool {
     matches!(error.kind(), std::io::ErrorKind::NotFound | std::io::ErrorKind::ConnectionRefused)
 }
 
@@ -196,12 +196,25 @@ impl Client {
             Ok(stream) => Self::new(stream),
             Err(ClientError::Connect { source, .. }) if nobody_listens(&source) => {
                 let (daemon, connection) = launcher::spawn_daemon_connected(socket)?;
-                let mut client = Self::new(runtime_stream(connection)?);
-                client.starting = Some(Starting { daemon, socket: socket.to_path_buf() });
-                client
+                return Self::opened(connection, Some(daemon), socket);
             }
             Err(other) => return Err(other),
         };
+        client.restart_on = Some(socket.to_path_buf());
+        Ok(client)
+    }
+
+    /// A client on a connection to `socket` made outside the runtime (a socket pair's end
+    /// given to a daemon started with `daemon`, or a plain connect), behaving from here on as
+    /// one made by [`Client::connect_or_start`]. Needs the runtime entered, which takes the
+    /// connection over.
+    pub fn opened(
+        connection: std::os::unix::net::UnixStream,
+        daemon: Option<rein_launch::ConnectedStart>,
+        socket: &Path,
+    ) -> Result<Self, ClientError> {
+        let mut client = Self::new(runtime_stream(connection)?);
+        client.starting = daemon.map(|daemon| Starting { daemon, socket: socket.to_path_buf() });
         client.restart_on = Some(socket.to_path_buf());
         Ok(client)
     }

@@ -91,6 +91,15 @@ pub fn spawn_daemon_connected(
     Ok(rein_launch::spawn_connected_on_runtime(&daemon_binary(), socket, &[])?)
 }
 
+/// [`spawn_daemon_connected`] for a caller with no async runtime yet, which exits soon after
+/// (see [`rein_launch::spawn_connected`]): `rein run` starting the daemon before anything
+/// else.
+pub fn spawn_daemon_connected_early(
+    socket: &Path,
+) -> Result<(rein_launch::ConnectedStart, std::os::unix::net::UnixStream), LaunchError> {
+    Ok(rein_launch::spawn_connected(&daemon_binary(), socket, &[])?)
+}
+
 /// For a daemon spawned by [`spawn_daemon_connected`] whose connection ended before its ready
 /// line: waits for its exit and settles it as [`start_daemon`] does. `Ok` means it lost the
 /// race to another client's daemon, which answers on `socket`.

@@ -297,6 +297,10 @@ enum DaemonAction {
 }
 
 fn main() -> ExitCode {
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // Before the runtime and the parsing, which take a while: a daemon `rein run` has to start
+    // starts meanwhile.
+    let ahead = Ahead::connect(args.get(1..).unwrap_or_default());
     let runtime = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -304,9 +308,6 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::FAILURE);
         }
     };
-    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    // Before parsing, which takes a while: a daemon `rein run` has to start starts meanwhile.
-    let ahead = runtime.block_on(Ahead::connect(args.get(1..).unwrap_or_default()));
     let cli = match Cli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(error) => {
@@ -332,7 +333,10 @@ fn main() -> ExitCode {
             return ExitCode::from(exit::FAILURE);
         }
     };
-    let ahead = ahead.and_then(|ahead| ahead.into_client_for(&socket));
+    let ahead = {
+        let _entered = runtime.enter();
+        ahead.and_then(|ahead| ahead.into_client_for(&socket))
+    };
     let result = runtime.block_on(dispatch(&socket, cli, ahead));
     // A blocking task still waiting (a daemon start that lost a race) must not keep `rein`
     // from exiting.

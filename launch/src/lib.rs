@@ -339,12 +339,39 @@ pub fn spawn_connected_on_runtime(
     socket: &Path,
     extra: &[OsString],
 ) -> Result<(ConnectedStart, std::os::unix::net::UnixStream), StartError> {
+    spawn_on_connection(binary, socket, extra, |command| {
+        let child = tokio::process::Command::from(command).spawn()?;
+        Ok(ConnectedStart { child: DaemonChild::Reaped(child) })
+    })
+}
+
+/// [`spawn_connected_on_runtime`] for a starter that has no async runtime yet, and exits
+/// soon after the daemon listens (`rein run`): the daemon is spawned at once, without a
+/// runtime's child-process machinery. A daemon that stops while such a starter still runs
+/// is reaped only when it asks how the start ended ([`ConnectedStart::exited`]) or exits.
+pub fn spawn_connected(
+    binary: &Path,
+    socket: &Path,
+    extra: &[OsString],
+) -> Result<(ConnectedStart, std::os::unix::net::UnixStream), StartError> {
+    spawn_on_connection(binary, socket, extra, |mut command| {
+        let child = command.spawn()?;
+        Ok(ConnectedStart { child: DaemonChild::Plain(child) })
+    })
+}
+
+/// [`spawn_with`] told its start on a new socket pair: returns what `spawn` made and this
+/// process's end of the pair, the daemon holding the only other end.
+fn spawn_on_connection(
+    binary: &Path,
+    socket: &Path,
+    extra: &[OsString],
+    spawn: impl FnOnce(Command) -> std::io::Result<ConnectedStart>,
+) -> Result<(ConnectedStart, std::os::unix::net::UnixStream), StartError> {
     let (ours, daemon_end) = std::os::unix::net::UnixStream::pair().map_err(StartError::Pipe)?;
     let ready = Ready::Connection(Stdio::from(OwnedFd::from(daemon_end)));
-    let child = spawn_with(binary, socket, extra, ready, |command| {
-        tokio::process::Command::from(command).spawn()
-    })?;
-    Ok((ConnectedStart { child }, ours))
+    let started = spawn_with(binary, socket, extra, ready, spawn)?;
+    Ok((started, ours))
 }
 
 /// What the daemon is told its start on: its stdout, descriptor [`DAEMON_READY_FD`].
@@ -452,27 +479,50 @@ impl StartingOnRuntime {
     }
 }
 
-/// A daemon spawned by [`spawn_connected_on_runtime`], whose start is told on the connection.
+/// A daemon spawned by [`spawn_connected_on_runtime`] or [`spawn_connected`], whose start is
+/// told on the connection.
 #[derive(Debug)]
 pub struct ConnectedStart {
-    /// The daemon, reaped by tokio whenever it exits.
-    child: tokio::process::Child,
+    /// The daemon process.
+    child: DaemonChild,
+}
+
+/// The process of a daemon started on a connection, as its starter holds it.
+#[derive(Debug)]
+enum DaemonChild {
+    /// Spawned through tokio, which reaps it whenever it exits.
+    Reaped(tokio::process::Child),
+    /// Spawned before any runtime: waited for only when asked.
+    Plain(std::process::Child),
 }
 
 impl ConnectedStart {
     /// How the start ended, for a daemon whose connection ended before its ready line: it
-    /// exited or is exiting, and is waited for, its stderr read to the end meanwhile.
+    /// exited or is exiting, and is waited for, its stderr read to the end meanwhile. Needs a
+    /// tokio runtime.
     pub async fn exited(self) -> Result<Started, StartError> {
-        exit_of(self.child).await
+        match self.child {
+            DaemonChild::Reaped(child) => exit_of(child).await,
+            DaemonChild::Plain(child) => {
+                let output = tokio::task::spawn_blocking(move || child.wait_with_output())
+                    .await
+                    .map_err(|error| StartError::Wait(std::io::Error::other(error)))?;
+                output.map(exited).map_err(StartError::Wait)
+            }
+        }
     }
 }
 
 /// A detached daemon that is gone before it listened: its exit status and what it wrote to
 /// stderr, waited for on the runtime.
 async fn exit_of(child: tokio::process::Child) -> Result<Started, StartError> {
-    let output = child.wait_with_output().await.map_err(StartError::Wait)?;
+    child.wait_with_output().await.map(exited).map_err(StartError::Wait)
+}
+
+/// A gone daemon's exit status and what it wrote to stderr, as [`Started::Exited`].
+fn exited(output: std::process::Output) -> Started {
     let said = String::from_utf8_lossy(&output.stderr);
-    Ok(Started::Exited { status: output.status, stderr: said.trim().to_string() })
+    Started::Exited { status: output.status, stderr: said.trim().to_string() }
 }
 
 /// How a starter learns a detached daemon's exit status.
@@ -691,6 +741,26 @@ mod tests {
         });
         assert_eq!(lines, "");
         match exited {
+            Started::Exited { status, stderr } => {
+                assert_eq!(status.code(), Some(i32::from(EXIT_ALREADY_RUNNING)));
+                assert_eq!(stderr, "reind: already serving");
+            }
+            other => panic!("expected an exit, got {other:?}"),
+        }
+        // The same two starts before any runtime exists: spawned at once, asked on one later.
+        let serves = dir.path().join("serves");
+        let (starting, mut connection) = spawn_connected(&serves, &socket, &[]).unwrap();
+        connection.write_all(b"early\n").unwrap();
+        let mut lines = String::new();
+        connection.read_to_string(&mut lines).unwrap();
+        assert_eq!(lines, "\nanswer to early\n");
+        let exited = runtime.block_on(starting.exited()).unwrap();
+        assert!(matches!(exited, Started::Exited { status, .. } if status.success()));
+        let (starting, mut connection) = spawn_connected(&binary, &socket, &[]).unwrap();
+        let mut lines = String::new();
+        connection.read_to_string(&mut lines).unwrap();
+        assert_eq!(lines, "");
+        match runtime.block_on(starting.exited()).unwrap() {
             Started::Exited { status, stderr } => {
                 assert_eq!(status.code(), Some(i32::from(EXIT_ALREADY_RUNNING)));
                 assert_eq!(stderr, "reind: already serving");
