@@ -89,8 +89,13 @@ impl StartHelper {
             }
             // First, as it takes longest: the first request waits for this client if it is
             // still being made.
-            if let Some((_, registry)) = &made_here {
+            if let Some((handle, registry)) = &made_here {
                 registry.prepare_default();
+                // Then its connection, on the runtime, while the daemon starts and the first
+                // session is made: the first prompt finds it open (see
+                // `rein_ai::preconnect`).
+                let registry = registry.clone();
+                handle.spawn(async move { registry.open_default_connection().await });
             }
             #[cfg(target_arch = "x86_64")]
             let _ = std::arch::is_x86_feature_detected!("avx2");

@@ -39,6 +39,11 @@ impl BackgroundFake {
         self.fake().requests()
     }
 
+    /// How many connections the fake accepted so far.
+    pub fn connections(&self) -> usize {
+        self.fake().connections()
+    }
+
     /// Appends a reply to the script.
     pub fn push(&self, reply: Reply) {
         self.fake().push(reply);

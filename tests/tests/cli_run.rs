@@ -231,10 +231,22 @@ fn ctrl_c_cancels_the_run_in_the_daemon() {
 #[test]
 fn a_cold_daemon_is_started_by_rein_run() {
     let env = CliEnv::configured(vec![Reply::text("cold start works")]);
-    let output = env.run(&["run", "--approve", "yolo", "hi"]);
+    let output = env
+        .rein()
+        .args(["run", "--approve", "yolo", "hi"])
+        .env("RUST_LOG", "rein_ai=debug")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     cli_support::stop_daemon(&env);
     assert_exit(&output, 0);
     assert_eq!(stdout(&output), "cold start works\n");
+    // The daemon opened the provider's connection while it started, sent nothing on it
+    // before the prompt's request, and that request went on it.
+    let log = std::fs::read_to_string(env.daemon.home().join("logs/reind.log")).unwrap();
+    assert!(log.contains("connection opened ahead"), "{log}");
+    assert_eq!(env.requests().len(), 1);
+    assert_eq!(env.fake.connections(), 1);
 }
 
 #[test]

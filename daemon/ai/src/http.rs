@@ -8,6 +8,7 @@
 use crate::assemble::MessageBuilder;
 use crate::compat::{self, Compat, CompatOverride};
 use crate::failure::Failure;
+use crate::preconnect::{self, KEEP_FOR, KeptConnection, OpenAheadLayer};
 use crate::provider::{
     AssistantMessageEvent, EventStream, Provider, ProviderErrorKind, ProviderRequest,
 };
@@ -22,7 +23,7 @@ use rein_protocol::clock::now_ms;
 use rein_protocol::message::StopReason;
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Everything needed to reach one configured provider. Holds the *name* of the key's
 /// environment variable, never the key.
@@ -66,6 +67,8 @@ struct Inner {
     /// millisecond of work that resolving a model (a new session does) need not wait for.
     client: OnceLock<Result<reqwest::Client, ClientError>>,
     environment: Environment,
+    /// A connection opened ahead of the first request ([`HttpProvider::open_connection`]).
+    kept: KeptConnection,
 }
 
 impl std::fmt::Debug for Inner {
@@ -83,13 +86,41 @@ impl HttpProvider {
     /// A provider reading its key through `environment` at each request. Its HTTP client is
     /// made on first use.
     pub fn with_environment(settings: ProviderSettings, environment: Environment) -> Self {
-        Self { inner: Arc::new(Inner { settings, client: OnceLock::new(), environment }) }
+        let kept = KeptConnection::default();
+        Self { inner: Arc::new(Inner { settings, client: OnceLock::new(), environment, kept }) }
     }
 
     /// Makes the HTTP client now, unless it is made already, so the first request does not
     /// wait for it (a daemon does this on a spare thread while it starts).
     pub fn prepare(&self) -> Result<(), ClientError> {
         self.inner.client().map(drop).map_err(Clone::clone)
+    }
+
+    /// Opens a connection to the provider (and, for `https`, does the TLS handshake) and
+    /// keeps it for the first request, which then starts with its own bytes (see
+    /// [`crate::preconnect`]). Nothing is sent on it. The connection is given up if no request
+    /// takes it within [`KEEP_FOR`]; the returned future lasts that long, for the caller to
+    /// spawn. A failure (an unreachable server, a refused certificate) is left for the first
+    /// request to meet and report.
+    pub async fn open_connection(&self) {
+        let Ok(client) = self.inner.client() else { return };
+        let provider = &self.inner.settings.name;
+        let url = self.inner.settings.base_url.as_str();
+        match preconnect::open(client, &self.inner.kept, url).await {
+            Ok(true) => tracing::debug!(%provider, "connection opened ahead"),
+            Ok(false) => {
+                tracing::debug!(%provider, "the request opening a connection was sent");
+                return;
+            }
+            Err(error) => {
+                let error = error_chain(&error);
+                tracing::debug!(%provider, %error, "no connection opened ahead");
+                return;
+            }
+        }
+        let opened = Instant::now();
+        tokio::time::sleep(KEEP_FOR).await;
+        self.inner.kept.forget_made_before(opened);
     }
 
     /// The provider's settings.
@@ -122,8 +153,11 @@ impl Provider for HttpProvider {
     }
 }
 
-/// The HTTP client for `settings`.
-fn build_client(settings: &ProviderSettings) -> Result<reqwest::Client, ClientError> {
+/// The HTTP client for `settings`, keeping a connection opened ahead in `kept`.
+fn build_client(
+    settings: &ProviderSettings,
+    kept: &KeptConnection,
+) -> Result<reqwest::Client, ClientError> {
     // A plain-HTTP endpoint (a local model server) never verifies a certificate, so its client
     // does not read the system's root certificates.
     let builder = if uses_tls(&settings.base_url) {
@@ -131,8 +165,10 @@ fn build_client(settings: &ProviderSettings) -> Result<reqwest::Client, ClientEr
     } else {
         crate::tls::plain_http_client_builder()
     };
-    let builder =
-        builder.connect_timeout(Duration::from_secs(30)).read_timeout(settings.idle_timeout);
+    let builder = builder
+        .connect_timeout(Duration::from_secs(30))
+        .read_timeout(settings.idle_timeout)
+        .connector_layer(OpenAheadLayer::new(kept.clone()));
     builder.build().map_err(|source| ClientError {
         provider: settings.name.clone(),
         reason: error_chain(&source),
@@ -151,7 +187,7 @@ type Sender = mpsc::Sender<AssistantMessageEvent>;
 impl Inner {
     /// The HTTP client, made on the first call; later calls wait for a call making it.
     fn client(&self) -> Result<&reqwest::Client, &ClientError> {
-        self.client.get_or_init(|| build_client(&self.settings)).as_ref()
+        self.client.get_or_init(|| build_client(&self.settings, &self.kept)).as_ref()
     }
 
     async fn run(&self, request: ProviderRequest, mut tx: Sender) {

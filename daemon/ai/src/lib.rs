@@ -27,6 +27,7 @@ pub mod ids;
 pub mod local;
 pub mod openai_chat;
 pub mod openai_responses;
+pub mod preconnect;
 pub mod provider;
 pub mod registry;
 pub mod retry;

@@ -224,6 +224,20 @@ impl Registry {
         }
     }
 
+    /// Opens a connection to the default model's provider and keeps it for the first request
+    /// (see [`HttpProvider::open_connection`]); a daemon spawns this at start, once its
+    /// runtime runs. Nothing is opened without a usable default (no model, or its key unset).
+    pub async fn open_default_connection(&self) {
+        let provider = self.resolve(None).and_then(|resolved| {
+            let name = &resolved.info.provider;
+            Ok(self.client(name, self.entry(name)?))
+        });
+        match provider {
+            Ok(provider) => provider.open_connection().await,
+            Err(error) => tracing::debug!(%error, "no connection opened ahead"),
+        }
+    }
+
     /// Every environment variable that holds a provider's API key, built in or configured.
     pub fn key_variables(&self) -> Vec<String> {
         let mut variables: Vec<String> =

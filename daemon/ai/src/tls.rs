@@ -101,6 +101,14 @@ mod tests {
     /// each connection's request with `ok`; its port and certificate (PEM).
     #[cfg(all(unix, not(target_vendor = "apple"), not(target_os = "android")))]
     async fn https_server() -> (u16, String) {
+        let (port, cert, _) = counted_https_server().await;
+        (port, cert)
+    }
+
+    /// [`https_server`], with the number of connections it accepted so far.
+    #[cfg(all(unix, not(target_vendor = "apple"), not(target_os = "android")))]
+    async fn counted_https_server() -> (u16, String, std::sync::Arc<std::sync::atomic::AtomicUsize>)
+    {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let made = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_string()]).unwrap();
         let key = rustls::pki_types::PrivateKeyDer::Pkcs8(made.signing_key.serialize_der().into());
@@ -115,8 +123,11 @@ mod tests {
         let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
+        let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = accepted.clone();
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let acceptor = acceptor.clone();
                 tokio::spawn(async move {
                     let Ok(mut tls) = acceptor.accept(stream).await else { return };
@@ -129,7 +140,7 @@ mod tests {
                 });
             }
         });
-        (port, made.cert.pem())
+        (port, made.cert.pem(), accepted)
     }
 
     /// A GET of the server on `port` by a client trusting `bundle` (a file) and `dir` (a
@@ -160,6 +171,30 @@ mod tests {
         assert_eq!(fetch(port, unrelated, &cert).await.unwrap(), "ok");
         let refused = fetch(port, unrelated, unrelated).await.unwrap_err();
         assert!(refused.contains("UnknownIssuer"), "{refused}");
+    }
+
+    #[tokio::test]
+    #[cfg(all(unix, not(target_vendor = "apple"), not(target_os = "android")))]
+    async fn an_https_connection_opened_ahead_carries_the_first_request() {
+        use crate::preconnect::{KeptConnection, OpenAheadLayer, open};
+        let (port, cert, accepted) = counted_https_server().await;
+        let store = tempfile::tempdir().unwrap();
+        let bundle = store.path().join("bundle.crt");
+        std::fs::write(&bundle, cert).unwrap();
+        install_provider();
+        let kept = KeptConnection::default();
+        let client =
+            trusting(reqwest::Client::builder(), trust::Locations::new(Some(bundle), vec![]))
+                .connector_layer(OpenAheadLayer::new(kept.clone()))
+                .build()
+                .unwrap();
+        let url = format!("https://127.0.0.1:{port}/");
+        assert!(open(&client, &kept, &url).await.unwrap(), "the handshake was done ahead");
+        // The server's session tickets come after the handshake; they leave it usable.
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let answer = client.get(&url).send().await.unwrap();
+        assert_eq!(answer.text().await.unwrap(), "ok");
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 
     #[test]

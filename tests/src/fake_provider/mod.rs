@@ -121,6 +121,8 @@ struct State {
     requests: Vec<RecordedRequest>,
     violations: Vec<String>,
     next_call_id: usize,
+    /// Connections accepted so far.
+    connections: usize,
 }
 
 /// A running fake provider. Stops when dropped.
@@ -168,6 +170,12 @@ impl FakeProvider {
     /// Every request received so far, oldest first.
     pub fn requests(&self) -> Vec<RecordedRequest> {
         self.lock().requests.clone()
+    }
+
+    /// How many connections the server has accepted so far: a client that keeps its
+    /// connection open makes one for many requests.
+    pub fn connections(&self) -> usize {
+        self.lock().connections
     }
 
     /// Every rule the received requests broke, as `request N: what` (empty when all were

@@ -20,6 +20,7 @@ const MAX_HEAD: usize = 64 * 1024;
 pub(super) async fn serve(listener: TcpListener, state: Arc<Mutex<State>>, options: FakeOptions) {
     loop {
         let Ok((socket, _)) = listener.accept().await else { continue };
+        state.lock().unwrap_or_else(PoisonError::into_inner).connections += 1;
         let state = Arc::clone(&state);
         let options = options.clone();
         tokio::spawn(async move {
