@@ -8,7 +8,7 @@
 use crate::assemble::MessageBuilder;
 use crate::compat::{self, Compat, CompatOverride};
 use crate::failure::Failure;
-use crate::preconnect::{self, KEEP_FOR, KeptConnection, OpenAheadLayer};
+use crate::preconnect::{KEEP_FOR, Opened, Opener};
 use crate::provider::{
     AssistantMessageEvent, EventStream, Provider, ProviderErrorKind, ProviderRequest,
 };
@@ -67,8 +67,8 @@ struct Inner {
     /// millisecond of work that resolving a model (a new session does) need not wait for.
     client: OnceLock<Result<reqwest::Client, ClientError>>,
     environment: Environment,
-    /// A connection opened ahead of the first request ([`HttpProvider::open_connection`]).
-    kept: KeptConnection,
+    /// Opens a connection ahead of the first request ([`HttpProvider::open_connection`]).
+    opener: Opener,
 }
 
 impl std::fmt::Debug for Inner {
@@ -86,8 +86,8 @@ impl HttpProvider {
     /// A provider reading its key through `environment` at each request. Its HTTP client is
     /// made on first use.
     pub fn with_environment(settings: ProviderSettings, environment: Environment) -> Self {
-        let kept = KeptConnection::default();
-        Self { inner: Arc::new(Inner { settings, client: OnceLock::new(), environment, kept }) }
+        let opener = Opener::default();
+        Self { inner: Arc::new(Inner { settings, client: OnceLock::new(), environment, opener }) }
     }
 
     /// Makes the HTTP client now, unless it is made already, so the first request does not
@@ -106,13 +106,14 @@ impl HttpProvider {
         let Ok(client) = self.inner.client() else { return };
         let provider = &self.inner.settings.name;
         let url = self.inner.settings.base_url.as_str();
-        match preconnect::open(client, &self.inner.kept, url).await {
-            Ok(true) => tracing::debug!(%provider, "connection opened ahead"),
-            Ok(false) => {
+        match self.inner.opener.open(client, url).await {
+            Opened::Kept => tracing::debug!(%provider, "connection opened ahead"),
+            Opened::TooLate => return,
+            Opened::Sent => {
                 tracing::debug!(%provider, "the request opening a connection was sent");
                 return;
             }
-            Err(error) => {
+            Opened::Failed(error) => {
                 let error = error_chain(&error);
                 tracing::debug!(%provider, %error, "no connection opened ahead");
                 return;
@@ -120,7 +121,7 @@ impl HttpProvider {
         }
         let opened = Instant::now();
         tokio::time::sleep(KEEP_FOR).await;
-        self.inner.kept.forget_made_before(opened);
+        self.inner.opener.forget_made_before(opened);
     }
 
     /// The provider's settings.
@@ -153,10 +154,10 @@ impl Provider for HttpProvider {
     }
 }
 
-/// The HTTP client for `settings`, keeping a connection opened ahead in `kept`.
+/// The HTTP client for `settings`, opening its connection ahead through `opener`.
 fn build_client(
     settings: &ProviderSettings,
-    kept: &KeptConnection,
+    opener: &Opener,
 ) -> Result<reqwest::Client, ClientError> {
     // A plain-HTTP endpoint (a local model server) never verifies a certificate, so its client
     // does not read the system's root certificates.
@@ -168,7 +169,7 @@ fn build_client(
     let builder = builder
         .connect_timeout(Duration::from_secs(30))
         .read_timeout(settings.idle_timeout)
-        .connector_layer(OpenAheadLayer::new(kept.clone()));
+        .connector_layer(opener.layer());
     builder.build().map_err(|source| ClientError {
         provider: settings.name.clone(),
         reason: error_chain(&source),
@@ -187,7 +188,7 @@ type Sender = mpsc::Sender<AssistantMessageEvent>;
 impl Inner {
     /// The HTTP client, made on the first call; later calls wait for a call making it.
     fn client(&self) -> Result<&reqwest::Client, &ClientError> {
-        self.client.get_or_init(|| build_client(&self.settings, &self.kept)).as_ref()
+        self.client.get_or_init(|| build_client(&self.settings, &self.opener)).as_ref()
     }
 
     async fn run(&self, request: ProviderRequest, mut tx: Sender) {
@@ -300,6 +301,7 @@ impl Inner {
         let client = self
             .client()
             .map_err(|error| Failure::fatal(ProviderErrorKind::Network, error.to_string()))?;
+        self.opener.before_request().await;
         let mut request = client
             .post(url)
             .header(reqwest::header::CONTENT_TYPE, "application/json")

@@ -4,14 +4,17 @@
 //!
 //! reqwest has no call that only connects, and its connector's request and connection types
 //! cannot be named outside it. So a connection is opened by a request sent with
-//! [`HttpProvider::open_connection`](crate::http::HttpProvider::open_connection) inside
-//! [`OPENING`]: the [`OpenAheadLayer`] around the client's connector sees the flag, lets the
-//! connector connect, keeps the connection and fails that request, so nothing is written on
-//! the connection. The next connect the client asks for (its first real request, the pool
-//! being empty) is answered with the kept connection. A kept connection is given up after
-//! [`KEEP_FOR`], before a server would close it for idling. Should a later reqwest connect
-//! outside the task that sends (so the flag is not seen), the opening request would go out:
-//! it is a `HEAD` of the base URL without the key, which a provider answers without effect.
+//! [`Opener::open`] inside [`OPENING`]: the [`OpenAheadLayer`] around the client's connector
+//! sees the flag, lets the connector connect, keeps the connection and fails that request, so
+//! nothing is written on the connection. The client's next connect (its first real request)
+//! is answered with the kept connection. The opening is only done on a client that has sent
+//! nothing yet, and a request that starts meanwhile waits for it ([`Opener::before_request`]):
+//! so the client's pool holds no connection the opening request could be sent on instead, and
+//! the first request takes the connection as soon as it is made rather than making a second
+//! one. A kept connection is given up after [`KEEP_FOR`], before a server would close it for
+//! idling. Should a later reqwest connect outside the task that sends (so the flag is not
+//! seen), the opening request would go out: it is a `HEAD` of the base URL without the key,
+//! which a provider answers without effect.
 
 use std::any::Any;
 use std::future::Future;
@@ -40,7 +43,7 @@ struct Kept {
 /// Where a client's connection opened ahead waits for its first request. Cheap to clone;
 /// clones share the place.
 #[derive(Clone, Default)]
-pub(crate) struct KeptConnection {
+struct KeptConnection {
     kept: Arc<Mutex<Option<Kept>>>,
 }
 
@@ -52,12 +55,12 @@ impl std::fmt::Debug for KeptConnection {
 
 impl KeptConnection {
     /// Whether a connection waits here.
-    pub(crate) fn is_held(&self) -> bool {
+    fn is_held(&self) -> bool {
         self.lock().is_some()
     }
 
     /// Lets go of the kept connection (closing it), if it is `made` or older.
-    pub(crate) fn forget_made_before(&self, made: Instant) {
+    fn forget_made_before(&self, made: Instant) {
         let mut kept = self.lock();
         if kept.as_ref().is_some_and(|kept| kept.made <= made) {
             *kept = None;
@@ -88,19 +91,91 @@ impl KeptConnection {
     }
 }
 
-/// Opens a connection of `client` (built with an [`OpenAheadLayer`] keeping into `kept`) to
-/// the server of `url` and keeps it there (see the module's documentation). `Ok(true)` when
-/// one is kept; `Ok(false)` when the opening request went out instead (its answer is
-/// dropped); the error when the connection could not be made.
-pub(crate) async fn open(
-    client: &reqwest::Client,
-    kept: &KeptConnection,
-    url: &str,
-) -> Result<bool, reqwest::Error> {
-    match OPENING.scope((), client.head(url).send()).await {
-        Ok(_) => Ok(false),
-        Err(_) if kept.is_held() => Ok(true),
-        Err(error) => Err(error),
+/// Where a client is in its life, for opening its connection ahead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    /// Nothing sent, nothing opened.
+    Fresh,
+    /// Its connection is being opened ahead; requests wait.
+    Opening,
+    /// Requests go ahead: the opening is over, or a request came first.
+    Sending,
+}
+
+/// What [`Opener::open`] did.
+#[derive(Debug)]
+pub(crate) enum Opened {
+    /// A connection is kept for the first request.
+    Kept,
+    /// Nothing: the client had started sending already.
+    TooLate,
+    /// The opening request went out instead of stopping at the connector (see the module's
+    /// documentation); its answer was dropped.
+    Sent,
+    /// The connection could not be made.
+    Failed(reqwest::Error),
+}
+
+/// Opens one client's connection ahead, in step with its requests (see the module's
+/// documentation). Cheap to clone; clones share the state.
+#[derive(Debug, Clone)]
+pub(crate) struct Opener {
+    kept: KeptConnection,
+    phase: Arc<tokio::sync::watch::Sender<Phase>>,
+}
+
+impl Default for Opener {
+    fn default() -> Self {
+        let (phase, _) = tokio::sync::watch::channel(Phase::Fresh);
+        Self { kept: KeptConnection::default(), phase: Arc::new(phase) }
+    }
+}
+
+impl Opener {
+    /// The layer to build the client with.
+    pub(crate) fn layer(&self) -> OpenAheadLayer {
+        OpenAheadLayer { kept: self.kept.clone() }
+    }
+
+    /// Opens a connection of `client` (built with [`Opener::layer`]) to the server of `url`
+    /// and keeps it for the first request, unless the client has sent a request already.
+    pub(crate) async fn open(&self, client: &reqwest::Client, url: &str) -> Opened {
+        let starts = self.phase.send_if_modified(|phase| {
+            let fresh = *phase == Phase::Fresh;
+            if fresh {
+                *phase = Phase::Opening;
+            }
+            fresh
+        });
+        if !starts {
+            return Opened::TooLate;
+        }
+        let opened = match OPENING.scope((), client.head(url).send()).await {
+            Ok(_) => Opened::Sent,
+            Err(_) if self.kept.is_held() => Opened::Kept,
+            Err(error) => Opened::Failed(error),
+        };
+        self.phase.send_replace(Phase::Sending);
+        opened
+    }
+
+    /// To be awaited before each request: waits while the connection is being opened ahead,
+    /// and ends any later opening.
+    pub(crate) async fn before_request(&self) {
+        self.phase.send_if_modified(|phase| {
+            let fresh = *phase == Phase::Fresh;
+            if fresh {
+                *phase = Phase::Sending;
+            }
+            fresh
+        });
+        // The sender lives in `self`, so the wait ends only when the phase moves on.
+        let _ = self.phase.subscribe().wait_for(|phase| *phase == Phase::Sending).await;
+    }
+
+    /// Lets go of the kept connection, if it was made at `made` or before.
+    pub(crate) fn forget_made_before(&self, made: Instant) {
+        self.kept.forget_made_before(made);
     }
 }
 
@@ -125,13 +200,6 @@ pub(crate) struct OpenedAhead;
 #[derive(Clone, Debug)]
 pub(crate) struct OpenAheadLayer {
     kept: KeptConnection,
-}
-
-impl OpenAheadLayer {
-    /// A layer keeping its connection in `kept`.
-    pub(crate) fn new(kept: KeptConnection) -> Self {
-        Self { kept }
-    }
 }
 
 impl<S> tower_layer::Layer<S> for OpenAheadLayer {
@@ -222,31 +290,38 @@ mod tests {
         assert!(!kept.is_held());
     }
 
-    /// A plain-HTTP client with the layer, and where it keeps its connection.
-    fn client() -> (reqwest::Client, KeptConnection) {
-        let kept = KeptConnection::default();
+    /// A plain-HTTP client with the layer, and its opener.
+    fn client() -> (reqwest::Client, Opener) {
+        let opener = Opener::default();
         crate::tls::install_provider();
         let client = reqwest::Client::builder()
             .tls_certs_only(Vec::new())
-            .connector_layer(OpenAheadLayer::new(kept.clone()))
+            .connector_layer(opener.layer())
             .build()
             .unwrap();
-        (client, kept)
+        (client, opener)
+    }
+
+    /// What the test server saw: connections, and the first line of each request.
+    #[derive(Debug, Default)]
+    struct Seen {
+        connections: usize,
+        requests: Vec<String>,
     }
 
     /// Serves `ok` to every request of every connection but those whose number (from 1)
-    /// `dropped` names, which it closes at once; counts the connections and the bytes read.
-    async fn server(dropped: &'static [usize]) -> (String, Arc<Mutex<(usize, usize)>>) {
+    /// `dropped` names, which it closes at once.
+    async fn server(dropped: &'static [usize]) -> (String, Arc<Mutex<Seen>>) {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
-        let seen = Arc::new(Mutex::new((0, 0)));
+        let seen = Arc::new(Mutex::new(Seen::default()));
         let counted = seen.clone();
         tokio::spawn(async move {
             while let Ok((mut stream, _)) = listener.accept().await {
                 let number = {
                     let mut seen = counted.lock().unwrap();
-                    seen.0 += 1;
-                    seen.0
+                    seen.connections += 1;
+                    seen.connections
                 };
                 if dropped.contains(&number) {
                     continue;
@@ -258,7 +333,9 @@ mod tests {
                         if read == 0 {
                             return;
                         }
-                        counted.lock().unwrap().1 += read;
+                        let text = String::from_utf8_lossy(&request[..read]);
+                        let line = text.lines().next().unwrap_or_default().to_string();
+                        counted.lock().unwrap().requests.push(line);
                         let answer = "HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok";
                         if stream.write_all(answer.as_bytes()).await.is_err() {
                             return;
@@ -270,30 +347,67 @@ mod tests {
         (url, seen)
     }
 
+    /// A request as [`crate::http`] sends one: after [`Opener::before_request`].
+    async fn post(client: &reqwest::Client, opener: &Opener, url: &str) -> String {
+        opener.before_request().await;
+        let answer = client.post(format!("{url}/chat")).body("{}").send().await.unwrap();
+        answer.text().await.unwrap()
+    }
+
     #[tokio::test]
     async fn the_connection_opened_ahead_carries_the_first_request_and_nothing_before() {
         let (url, seen) = server(&[]).await;
-        let (client, kept) = client();
-        assert!(open(&client, &kept, &url).await.unwrap());
+        let (client, opener) = client();
+        assert!(matches!(opener.open(&client, &url).await, Opened::Kept));
         tokio::time::sleep(Duration::from_millis(50)).await;
-        assert_eq!(*seen.lock().unwrap(), (1, 0), "one connection, not a byte on it");
-        let answer = client.post(format!("{url}/chat")).body("{}").send().await.unwrap();
-        assert_eq!(answer.text().await.unwrap(), "ok");
-        let (connections, read) = *seen.lock().unwrap();
-        assert_eq!(connections, 1, "the request went on the connection opened ahead");
-        assert!(read > 0);
-        assert!(!kept.is_held());
+        {
+            let seen = seen.lock().unwrap();
+            assert_eq!(seen.connections, 1);
+            assert!(seen.requests.is_empty(), "{:?}", seen.requests);
+        }
+        assert_eq!(post(&client, &opener, &url).await, "ok");
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.connections, 1, "the request went on the connection opened ahead");
+        assert_eq!(seen.requests, ["POST /v1/chat HTTP/1.1"]);
+        assert!(!opener.kept.is_held());
+    }
+
+    #[tokio::test]
+    async fn a_request_during_the_opening_waits_for_it_and_takes_its_connection() {
+        let (url, seen) = server(&[]).await;
+        let (client, opener) = client();
+        let opening = {
+            let (client, opener, url) = (client.clone(), opener.clone(), url.clone());
+            tokio::spawn(async move { opener.open(&client, &url).await })
+        };
+        tokio::task::yield_now().await;
+        assert_eq!(post(&client, &opener, &url).await, "ok");
+        assert!(matches!(opening.await.unwrap(), Opened::Kept | Opened::TooLate));
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.connections, 1);
+        assert_eq!(seen.requests, ["POST /v1/chat HTTP/1.1"]);
+    }
+
+    #[tokio::test]
+    async fn nothing_is_opened_once_the_client_has_sent() {
+        let (url, seen) = server(&[]).await;
+        let (client, opener) = client();
+        assert_eq!(post(&client, &opener, &url).await, "ok");
+        assert!(matches!(opener.open(&client, &url).await, Opened::TooLate));
+        assert_eq!(post(&client, &opener, &url).await, "ok");
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.connections, 1, "the pooled connection is used, none opened");
+        assert_eq!(seen.requests, ["POST /v1/chat HTTP/1.1", "POST /v1/chat HTTP/1.1"]);
     }
 
     #[tokio::test]
     async fn a_connection_the_server_closed_is_not_used() {
         let (url, seen) = server(&[1]).await;
-        let (client, kept) = client();
-        assert!(open(&client, &kept, &url).await.unwrap());
+        let (client, opener) = client();
+        assert!(matches!(opener.open(&client, &url).await, Opened::Kept));
         tokio::time::sleep(Duration::from_millis(50)).await;
-        let answer = client.post(format!("{url}/chat")).body("{}").send().await.unwrap();
-        assert_eq!(answer.text().await.unwrap(), "ok");
-        assert_eq!(seen.lock().unwrap().0, 2, "a new connection for the request");
+        assert_eq!(post(&client, &opener, &url).await, "ok");
+        assert_eq!(seen.lock().unwrap().connections, 2, "a new connection for the request");
     }
 
     #[tokio::test]
@@ -301,8 +415,12 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}/v1", listener.local_addr().unwrap());
         drop(listener);
-        let (client, kept) = client();
-        assert!(open(&client, &kept, &url).await.is_err());
-        assert!(!kept.is_held());
+        let (client, opener) = client();
+        assert!(matches!(opener.open(&client, &url).await, Opened::Failed(_)));
+        assert!(!opener.kept.is_held());
+        assert_eq!(
+            tokio::time::timeout(Duration::from_secs(5), opener.before_request()).await,
+            Ok(())
+        );
     }
 }

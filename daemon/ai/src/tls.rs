@@ -176,20 +176,20 @@ mod tests {
     #[tokio::test]
     #[cfg(all(unix, not(target_vendor = "apple"), not(target_os = "android")))]
     async fn an_https_connection_opened_ahead_carries_the_first_request() {
-        use crate::preconnect::{KeptConnection, OpenAheadLayer, open};
+        use crate::preconnect::{Opened, Opener};
         let (port, cert, accepted) = counted_https_server().await;
         let store = tempfile::tempdir().unwrap();
         let bundle = store.path().join("bundle.crt");
         std::fs::write(&bundle, cert).unwrap();
         install_provider();
-        let kept = KeptConnection::default();
+        let opener = Opener::default();
+        let locations = trust::Locations::new(Some(bundle), vec![]);
         let client =
-            trusting(reqwest::Client::builder(), trust::Locations::new(Some(bundle), vec![]))
-                .connector_layer(OpenAheadLayer::new(kept.clone()))
-                .build()
-                .unwrap();
+            trusting(reqwest::Client::builder(), locations).connector_layer(opener.layer());
+        let client = client.build().unwrap();
         let url = format!("https://127.0.0.1:{port}/");
-        assert!(open(&client, &kept, &url).await.unwrap(), "the handshake was done ahead");
+        let opened = opener.open(&client, &url).await;
+        assert!(matches!(opened, Opened::Kept), "the handshake was done ahead: {opened:?}");
         // The server's session tickets come after the handshake; they leave it usable.
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         let answer = client.get(&url).send().await.unwrap();
