@@ -102,6 +102,15 @@ enum Phase {
     Sending,
 }
 
+/// Ends an opening when dropped: requests go ahead.
+struct Done<'a>(&'a tokio::sync::watch::Sender<Phase>);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.0.send_replace(Phase::Sending);
+    }
+}
+
 /// What [`Opener::open`] did.
 #[derive(Debug)]
 pub(crate) enum Opened {
@@ -150,13 +159,13 @@ impl Opener {
         if !starts {
             return Opened::TooLate;
         }
-        let opened = match OPENING.scope((), client.head(url).send()).await {
+        // Requests go ahead once this ends, however it ends (the future may be dropped).
+        let _done = Done(&self.phase);
+        match OPENING.scope((), client.head(url).send()).await {
             Ok(_) => Opened::Sent,
             Err(_) if self.kept.is_held() => Opened::Kept,
             Err(error) => Opened::Failed(error),
-        };
-        self.phase.send_replace(Phase::Sending);
-        opened
+        }
     }
 
     /// To be awaited before each request: waits while the connection is being opened ahead,
@@ -408,6 +417,24 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert_eq!(post(&client, &opener, &url).await, "ok");
         assert_eq!(seen.lock().unwrap().connections, 2, "a new connection for the request");
+    }
+
+    #[tokio::test]
+    async fn an_opening_given_up_half_way_lets_requests_go() {
+        // A server that accepts and says nothing: the TLS handshake never ends.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("https://{}/v1", listener.local_addr().unwrap());
+        tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                held.push(stream);
+            }
+        });
+        let (client, opener) = client();
+        let opening = tokio::time::timeout(Duration::from_millis(100), opener.open(&client, &url));
+        assert!(opening.await.is_err(), "the opening was still under way");
+        let waited = tokio::time::timeout(Duration::from_secs(5), opener.before_request()).await;
+        assert_eq!(waited, Ok(()));
     }
 
     #[tokio::test]
