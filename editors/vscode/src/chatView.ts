@@ -36,7 +36,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider {
     const renderer = view.webview.asWebviewUri(vscode.Uri.joinPath(media, "markdown-it.min.js"));
     view.webview.html = page(view.webview.cspSource, renderer.toString());
     view.webview.onDidReceiveMessage((message: { type: string; requestId: string; decision?: string }) => {
-      if (message.type === "respond" && isDecision(message.decision)) {
+      if (message.type === "ready") {
+        this.post();
+      } else if (message.type === "respond" && isDecision(message.decision)) {
         this.actions.respond(message.requestId, message.decision);
       } else if (message.type === "diff") {
         this.actions.showDiff(message.requestId);
@@ -91,14 +93,36 @@ details.thinking summary { cursor: pointer; }
 .approval.answered { border-color: transparent; opacity: .7; padding: 0 .5em; }
 .approval button { margin: .3em .3em 0 0; }
 .notice, #status { opacity: .7; }
+.plain { white-space: pre-wrap; }
 </style></head>
 <body><div id="status"></div><div id="chat"></div>
 <script nonce="${nonce}" src="${renderer}"></script>
 <script nonce="${nonce}">
 const vscode = acquireVsCodeApi();
-// html: false escapes any raw HTML in the model's text; markdown-it also refuses
-// javascript:, vbscript: and data: links (except images) by default.
-const md = window.markdownit({ html: false, linkify: false, breaks: false });
+// The Markdown renderer, once its script has loaded. A host can fail to serve it (a fresh
+// code-server did once, before its service worker was ready): the view then shows the text as
+// it is, loads the script again a few times, and renders the Markdown when it comes. Without
+// this, the first line below threw and the view stayed blank.
+let md = null;
+function makeRenderer() {
+  // html: false escapes any raw HTML in the model's text; markdown-it also refuses
+  // javascript:, vbscript: and data: links (except images) by default.
+  if (!md && window.markdownit) md = window.markdownit({ html: false, linkify: false, breaks: false });
+  return md !== null;
+}
+let last = null;
+let loads = 0;
+function loadRenderer() {
+  if (makeRenderer() || loads >= 5) return;
+  loads += 1;
+  const script = document.createElement("script");
+  script.nonce = "${nonce}";
+  script.src = "${renderer}";
+  script.addEventListener("load", () => { if (makeRenderer() && last) show(last); });
+  script.addEventListener("error", () => setTimeout(loadRenderer, 500 * loads));
+  document.body.append(script);
+}
+if (!makeRenderer()) setTimeout(loadRenderer, 200);
 const chat = document.getElementById("chat");
 const status = document.getElementById("status");
 function el(tag, cls, text) { const d = document.createElement(tag); d.className = cls; if (text !== undefined) d.textContent = text; return d; }
@@ -117,7 +141,8 @@ function render(item, index) {
         d.append(details);
       }
       const body = el("div", "markdown");
-      body.innerHTML = md.render(item.text);
+      if (md) body.innerHTML = md.render(item.text);
+      else body.append(el("div", "plain", item.text));
       d.append(body);
       return d;
     }
@@ -144,11 +169,14 @@ function render(item, index) {
     default: return el("div", "notice", item.text);
   }
 }
-window.addEventListener("message", (event) => {
-  const { items, status: line } = event.data;
-  status.textContent = line;
-  chat.replaceChildren(...items.map(render));
+function show(state) {
+  last = state;
+  status.textContent = state.status;
+  chat.replaceChildren(...state.items.map(render));
   window.scrollTo(0, document.body.scrollHeight);
-});
+}
+window.addEventListener("message", (event) => show(event.data));
+// What the extension posted before this listened is asked for again.
+vscode.postMessage({ type: "ready" });
 </script></body></html>`;
 }
