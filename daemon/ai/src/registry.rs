@@ -213,11 +213,7 @@ impl Registry {
     /// (about 1 ms here, see `tls`). A daemon calls it on a spare thread at start. Nothing is
     /// made without a usable default (no model, or its key unset).
     pub fn prepare_default(&self) {
-        let prepared = self.resolve(None).and_then(|resolved| {
-            let name = &resolved.info.provider;
-            Ok(self.client(name, self.entry(name)?).prepare())
-        });
-        match prepared {
+        match self.default_client().map(|provider| provider.prepare()) {
             Ok(Ok(())) => tracing::debug!("default provider's client made"),
             Ok(Err(error)) => tracing::warn!(%error, "no client for the default provider"),
             Err(error) => tracing::debug!(%error, "no default provider's client made ahead"),
@@ -228,14 +224,18 @@ impl Registry {
     /// (see [`HttpProvider::open_connection`]); a daemon spawns this at start, once its
     /// runtime runs. Nothing is opened without a usable default (no model, or its key unset).
     pub async fn open_default_connection(&self) {
-        let provider = self.resolve(None).and_then(|resolved| {
-            let name = &resolved.info.provider;
-            Ok(self.client(name, self.entry(name)?))
-        });
-        match provider {
+        match self.default_client() {
             Ok(provider) => provider.open_connection().await,
             Err(error) => tracing::debug!(%error, "no connection opened ahead"),
         }
+    }
+
+    /// The default model's provider, as [`Registry::resolve`] would answer it (the same
+    /// client and connection pool).
+    fn default_client(&self) -> Result<HttpProvider, ResolveError> {
+        let resolved = self.resolve(None)?;
+        let name = &resolved.info.provider;
+        Ok(self.client(name, self.entry(name)?))
     }
 
     /// Every environment variable that holds a provider's API key, built in or configured.
