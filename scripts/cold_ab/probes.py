@@ -9,24 +9,35 @@ fresh REIN_HOME, one cold run (no daemon: `rein` starts it), two warm runs, then
 stop`, all under `perf record -a` of the probes and of the system calls that split a run at
 its requests. Printed: the median time of each step after `rein`'s exec, cold and warm. The
 steps are the dynamic loader's (`_dl_start`, each `_dl_relocate_object`, `_dl_init`),
-`__libc_start_main`, `main` of both programs, and the daemon's start (`reind::main`, the
+`__libc_start_main`, `main` of both programs, the daemon's start (`reind::main`, the
 start helper, the home's lock, the log, the socket, the ready byte, the hand-over of the
-runtime, the method table). A step not reached in most runs is left out. Needs `perf` and
-permission to add probes (root). The provider is fake_provider.py on 127.0.0.1.
+runtime, the method table, the first connection accepted) and its requests (a connection's
+task polled, each request line, and session/create's steps: the project context, the new
+session file, its `mkdir`s and `fsync`s, the session built, its settings recorded). Events of
+every thread of the daemon count (its runtime's threads are not named `reind`); `rein daemon
+stop` is not counted as a warm run. A step not reached in most runs is left out. Needs `perf`
+and permission to add probes (root). The provider is fake_provider.py on 127.0.0.1.
 """
 import collections, os, re, shutil, statistics, subprocess, sys, tempfile, time
 import fixture
 
 LOADER = "/lib64/ld-linux-x86-64.so.2"
 LIBC_START = "__libc_start_main"
-CLIENT = {"rmain": "main", "spawn": "rein_launch::spawn_connected_on_runtime"}
+CLIENT = {"rmain": "main", "spawn": "rein_launch::spawn_connected"}
 DAEMON = {
     "dmain": "main", "reind_main": "reind::main", "begin": "reind::startup::StartHelper::begin",
     "lock": "rein_daemon::home_lock::acquire", "log": "rein_daemon::logging::init",
     "bind": "rein_daemon::server::listener::bind", "tell": "reind::tell_the_starter",
     "started": "reind::startup::StartHelper::started", "methods": "rein_daemon::methods::build",
+    "accepting": "rein_daemon::server::listener::BoundSocket::accepting",
+    "connection": "rein_daemon::server::connection::serve::{{closure}}",
+    "request": "rein_daemon::server::dispatch::handle_frame",
+    "context": "rein_coding::session::context_sources",
+    "file": "rein_session::store::SessionStore::create",
+    "session": "rein_coding::session::CodingSession::load",
+    "settings": "rein_coding::session::CodingSession::record_settings",
 }
-SYSCALLS = ["execve", "connect", "sendto", "exit_group"]
+SYSCALLS = ["execve", "connect", "sendto", "exit_group", "mkdir", "fsync"]
 
 
 def file_offset(binary, name):
@@ -99,7 +110,7 @@ EVENT = re.compile(r"\s*(.+?)\s+(\d+)/(\d+)\s+([\d.]+):\s+(\S+):")
 
 def steps(script):
     """Per `rein run`: whether it started the daemon, and each step's time after its exec."""
-    runs, current, exec_at = [], None, {}
+    runs, current, exec_at, daemons = [], None, {}, set()
     for line in script.splitlines():
         match = EVENT.match(line)
         if not match:
@@ -121,9 +132,11 @@ def steps(script):
             else:
                 name = "rein " + event.replace("sys_enter_", "").replace("rein_", "")
             current["cold"] |= name == "rein spawn"
-        elif comm.startswith("reind"):
+        elif comm.startswith("reind") or pid in daemons:
+            daemons.add(pid)
             name = "reind " + event.replace("reind_", "")
-            current["steps"].setdefault("reind exec", exec_at.get(tid, at))
+            if current["cold"] and tid in exec_at:
+                current["steps"].setdefault("reind exec", exec_at[tid])
         else:
             continue
         key, count = name, 1
@@ -167,7 +180,9 @@ def main():
         remove_probes()
     runs = steps(script)
     report([run for run in runs if run["cold"]], "cold")
-    report([run for run in runs if not run["cold"]], "warm")
+    # `rein daemon stop` sends no request line the daemon handles as a run's would.
+    report([run for run in runs if not run["cold"] and "reind request #2" in run["steps"]],
+           "warm")
     shutil.rmtree(copy, ignore_errors=True)
 
 
