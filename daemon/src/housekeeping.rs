@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 const DISK_CHECK_PERIOD: Duration = Duration::from_secs(60);
 /// How often old spill files are swept.
 const SWEEP_PERIOD: Duration = Duration::from_secs(60 * 60);
+/// How long after the daemon starts the first check and sweep wait: past a starter's first
+/// requests, which they would otherwise compete with for the CPUs and the blocking threads.
+const FIRST_CHECK_DELAY: Duration = Duration::from_secs(1);
 
 /// Free space on the file system holding `home`, and whether it is below `min_free_bytes`.
 /// `None` (and not low) when it cannot be measured.
@@ -35,6 +38,10 @@ pub fn spawn(daemon: Arc<Daemon>) {
         let threshold = daemon.config.storage.min_free_bytes;
         let mut was_low = false;
         let mut last_sweep: Option<Instant> = None;
+        tokio::select! {
+            () = daemon.shutdown.cancelled() => return,
+            () = tokio::time::sleep(FIRST_CHECK_DELAY) => {}
+        }
         loop {
             if last_sweep.is_none_or(|at| at.elapsed() >= SWEEP_PERIOD) {
                 let root = spill_root.clone();

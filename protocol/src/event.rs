@@ -569,8 +569,8 @@ pub enum DaemonEvent {
     ShuttingDown,
     /// The file system holding `REIN_HOME` has less free space than
     /// `storage.min_free_bytes`; session writes may soon fail. Sent when free space drops
-    /// below the threshold (checked every minute), and again after it recovered and dropped
-    /// again.
+    /// below the threshold (checked a second after the daemon starts, then every minute), and
+    /// again after it recovered and dropped again.
     LowDiskSpace {
         /// The directory checked (`REIN_HOME`).
         path: String,
