@@ -11,7 +11,7 @@ use rein_daemon::server::listener::{self, BindError};
 use rein_daemon::{
     Daemon, DaemonOptions, config, home, home_lock, housekeeping, logging, methods, secrets, server,
 };
-use rein_launch::{EXIT_ALREADY_RUNNING, Started};
+use rein_launch::{EXIT_ALREADY_RUNNING, LaunchArgs, Started};
 use rein_protocol::codec::DEFAULT_MAX_LINE_BYTES;
 use rein_protocol::paths;
 use std::path::PathBuf;
@@ -27,8 +27,11 @@ mod startup;
 /// from then on the daemon changes no permission it did not create.
 const HOME_PRIVATE: &str = "REIN_HOME is private";
 
+/// Most client connections at once, unless `--max-connections` says otherwise.
+const DEFAULT_MAX_CONNECTIONS: u64 = 4096;
+
 /// The rein daemon: owns sessions and serves them over a local socket.
-#[derive(Debug, Parser)]
+#[derive(Debug, PartialEq, Parser)]
 #[command(name = "reind", version, about)]
 struct Args {
     /// Socket path (default: $REIN_SOCKET, else $REIN_HOME/run/reind.sock).
@@ -41,7 +44,7 @@ struct Args {
     #[arg(long, default_value_t = DEFAULT_MAX_LINE_BYTES)]
     max_line_bytes: usize,
     /// Most client connections at once.
-    #[arg(long, default_value_t = 4096)]
+    #[arg(long, default_value_t = DEFAULT_MAX_CONNECTIONS)]
     max_connections: u64,
     /// Requests of one connection handled at once; past it the connection is not read until
     /// answers go out.
@@ -74,6 +77,28 @@ struct Args {
     check_config: bool,
 }
 
+impl Args {
+    /// What the parser makes of a starter's launch arguments ([`LaunchArgs`]) and nothing
+    /// else: how `rein` starts the daemon, read without building the parser's command tree.
+    fn launched(launch: LaunchArgs) -> Self {
+        let limits = ConnectionLimits::default();
+        Self {
+            socket: Some(launch.socket),
+            foreground: true,
+            max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_in_flight: limits.max_in_flight,
+            line_deadline_secs: limits.line_deadline.as_secs(),
+            partial_line_idle_secs: limits.partial_line_idle.as_secs(),
+            max_buffered_input: limits.max_buffered_input,
+            detached: true,
+            ready_fd: Some(launch.ready_fd),
+            serve_ready_fd: launch.serve_ready_fd,
+            check_config: false,
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if raw.get(1).is_some_and(|flag| flag == process_groups::EXEC_FLAG) {
@@ -82,7 +107,10 @@ fn main() -> ExitCode {
         eprintln!("reind: cannot start the command: {error}");
         return ExitCode::from(127);
     }
-    let args = Args::parse();
+    let args = match raw.get(1..).and_then(LaunchArgs::recognize) {
+        Some(launch) => Args::launched(launch),
+        None => Args::parse(),
+    };
     match run(args) {
         Ok(code) => code,
         Err(error) => {
@@ -427,6 +455,19 @@ mod tests {
         assert!(args.serve_ready_fd);
         // Serving the ready descriptor needs one.
         assert!(Args::try_parse_from(["reind", rein_launch::SERVE_READY_FD_FLAG]).is_err());
+    }
+
+    /// A starter's launch arguments read without the parser give what the parser gives.
+    #[test]
+    fn launch_arguments_read_without_the_parser_as_with_it() {
+        for serve_ready_fd in [false, true] {
+            let launch =
+                LaunchArgs { socket: PathBuf::from("/tmp/r.sock"), ready_fd: 1, serve_ready_fd };
+            let mut written = vec![std::ffi::OsString::from("reind")];
+            written.extend(launch.to_args());
+            let recognized = LaunchArgs::recognize(&written[1..]).unwrap();
+            assert_eq!(Args::launched(recognized), Args::try_parse_from(&written).unwrap());
+        }
     }
 
     /// A SIGTERM that comes after the socket listens but before the runtime waits for signals

@@ -374,6 +374,65 @@ fn spawn_on_connection(
     Ok((started, ours))
 }
 
+/// What a starter tells the daemon on its command line (the contract in the module
+/// documentation), before any `extra` arguments.
+///
+/// `reind` reads a command line that holds exactly these with [`LaunchArgs::recognize`]
+/// instead of its full argument parser, which builds its whole command tree first: about
+/// 0.1 ms of every cold `rein run` (docs/benchmarks.md, "Twenty-first pass").
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LaunchArgs {
+    /// The socket to serve ([`SOCKET_FLAG`]).
+    pub socket: PathBuf,
+    /// The descriptor to tell the start on ([`READY_FD_FLAG`]).
+    pub ready_fd: RawFd,
+    /// Whether that descriptor is the starter's first connection ([`SERVE_READY_FD_FLAG`]).
+    pub serve_ready_fd: bool,
+}
+
+impl LaunchArgs {
+    /// The arguments, in the order starters write them.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let mut args: Vec<OsString> = vec![
+            FOREGROUND_FLAG.into(),
+            DETACHED_FLAG.into(),
+            SOCKET_FLAG.into(),
+            self.socket.clone().into(),
+            READY_FD_FLAG.into(),
+            self.ready_fd.to_string().into(),
+        ];
+        if self.serve_ready_fd {
+            args.push(SERVE_READY_FD_FLAG.into());
+        }
+        args
+    }
+
+    /// The launch arguments when `args` (the program's name left out) are exactly what
+    /// [`LaunchArgs::to_args`] writes; `None` for anything else, which the full parser reads.
+    pub fn recognize(args: &[OsString]) -> Option<Self> {
+        let [foreground, detached, socket_flag, socket, ready_flag, ready_fd, rest @ ..] = args
+        else {
+            return None;
+        };
+        let flags = [
+            (foreground, FOREGROUND_FLAG),
+            (detached, DETACHED_FLAG),
+            (socket_flag, SOCKET_FLAG),
+            (ready_flag, READY_FD_FLAG),
+        ];
+        if flags.iter().any(|(given, flag)| given.as_os_str() != *flag) {
+            return None;
+        }
+        let serve_ready_fd = match rest {
+            [] => false,
+            [flag] if flag.as_os_str() == SERVE_READY_FD_FLAG => true,
+            _ => return None,
+        };
+        let ready_fd = ready_fd.to_str()?.parse().ok()?;
+        Some(Self { socket: PathBuf::from(socket), ready_fd, serve_ready_fd })
+    }
+}
+
 /// What the daemon is told its start on: its stdout, descriptor [`DAEMON_READY_FD`].
 enum Ready {
     /// The write end of a start-notification pipe.
@@ -394,20 +453,13 @@ fn spawn_with<T>(
 ) -> Result<T, StartError> {
     let mut command = Command::new(binary);
     let stdin = hand_over_keys(&mut command).map_err(StartError::Pipe)?;
-    command
-        .arg(FOREGROUND_FLAG)
-        .arg(DETACHED_FLAG)
-        .arg(SOCKET_FLAG)
-        .arg(socket)
-        .arg(READY_FD_FLAG)
-        .arg(DAEMON_READY_FD.to_string());
-    let daemon_end = match ready {
-        Ready::Pipe(daemon_end) => daemon_end,
-        Ready::Connection(daemon_end) => {
-            command.arg(SERVE_READY_FD_FLAG);
-            daemon_end
-        }
+    let (daemon_end, serve_ready_fd) = match ready {
+        Ready::Pipe(daemon_end) => (daemon_end, false),
+        Ready::Connection(daemon_end) => (daemon_end, true),
     };
+    let launch =
+        LaunchArgs { socket: socket.to_path_buf(), ready_fd: DAEMON_READY_FD, serve_ready_fd };
+    command.args(launch.to_args());
     command.args(extra).stdin(stdin).stdout(daemon_end).stderr(Stdio::piped()).process_group(0);
     spawn(command).map_err(|source| StartError::Spawn { binary: binary.to_path_buf(), source })
 }
@@ -597,6 +649,30 @@ mod tests {
 
     use super::*;
     use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn launch_arguments_read_back_as_written_and_nothing_else() {
+        for serve_ready_fd in [false, true] {
+            let launch = LaunchArgs {
+                socket: PathBuf::from("/run/user/1000/rein sock"),
+                ready_fd: 1,
+                serve_ready_fd,
+            };
+            assert_eq!(LaunchArgs::recognize(&launch.to_args()), Some(launch));
+        }
+        let written = LaunchArgs { socket: "/s".into(), ready_fd: 1, serve_ready_fd: true };
+        let args = written.to_args();
+        // Anything more, less, reordered or malformed is left to the full parser.
+        let mut extra = args.clone();
+        extra.extend(["--max-connections".into(), "9".into()]);
+        let mut swapped = args.clone();
+        swapped.swap(0, 1);
+        let mut bad_fd = args.clone();
+        bad_fd[5] = "one".into();
+        for other in [extra, swapped, bad_fd, args[..5].to_vec(), Vec::new()] {
+            assert_eq!(LaunchArgs::recognize(&other), None, "{other:?}");
+        }
+    }
 
     #[test]
     fn a_byte_means_listening_and_a_closed_pipe_means_gone() {
