@@ -16,7 +16,10 @@ provider is fake_provider.py (one streamed "ok" per request) on 127.0.0.1, over 
 with --tls over HTTPS, as the hosted providers are: its certificate (made here with openssl) is
 added to a copy of the system's bundle, which the runs use through SSL_CERT_FILE, with
 SSL_CERT_DIR still the system's directory, so the daemon reads as many root certificates as
-it does by default. Timing is perf_counter around the child process. Printed per DIR: the cold and warm runs'
+it does by default. A DIR may also hold a file
+named `env` of NAME=VALUE lines, added to its runs' environment (which `reind` inherits from
+`rein`): the same binaries with, say, other allocator options (`_RJEM_MALLOC_CONF=...`).
+Timing is perf_counter around the child process. Printed per DIR: the cold and warm runs'
 medians and their ratio, and the median (and quartiles) of each round's own cold/warm ratio.
 """
 import os, random, subprocess, sys, tempfile, time, statistics, shutil
@@ -38,6 +41,8 @@ for index, build in enumerate(given):
     os.mkdir(copy)
     for binary in ("rein", "reind"):
         shutil.copy2(os.path.join(build, binary), copy)
+    if os.path.exists(os.path.join(build, "env")):
+        shutil.copy2(os.path.join(build, "env"), copy)
     builds.append(copy)
 names = dict(zip(builds, given))
 fake, base_url, trust = fixture.start_provider(tls)
@@ -69,6 +74,10 @@ for i in range(N):
         if key:
             env["ANTHROPIC_API_KEY"] = "sk-ant-benchmark-not-a-real-key"
         env.update(trust)
+        env_file = os.path.join(b, "env")
+        if os.path.exists(env_file):
+            env.update(line.split("=", 1) for line in open(env_file).read().split("\n")
+                       if "=" in line)
         rein = os.path.join(b, "rein")
         res[(b, "cold")].append(run(env, rein))
         run(env, rein); run(env, rein)
