@@ -13,9 +13,10 @@ use std::time::{Duration, Instant};
 const DISK_CHECK_PERIOD: Duration = Duration::from_secs(60);
 /// How often old spill files are swept.
 const SWEEP_PERIOD: Duration = Duration::from_secs(60 * 60);
-/// How long after the daemon starts the first check and sweep wait: past a starter's first
-/// requests, which they would otherwise compete with for the CPUs and the blocking threads.
-const FIRST_CHECK_DELAY: Duration = Duration::from_secs(1);
+/// How long after the daemon starts its background care waits (this task's first check and
+/// sweep, and the walk that makes the home private): past a starter's first requests, which
+/// it would otherwise compete with for the CPUs and the blocking threads.
+pub const AFTER_START: Duration = Duration::from_secs(1);
 
 /// Free space on the file system holding `home`, and whether it is below `min_free_bytes`.
 /// `None` (and not low) when it cannot be measured.
@@ -40,7 +41,7 @@ pub fn spawn(daemon: Arc<Daemon>) {
         let mut last_sweep: Option<Instant> = None;
         tokio::select! {
             () = daemon.shutdown.cancelled() => return,
-            () = tokio::time::sleep(FIRST_CHECK_DELAY) => {}
+            () = tokio::time::sleep(AFTER_START) => {}
         }
         loop {
             if last_sweep.is_none_or(|at| at.elapsed() >= SWEEP_PERIOD) {

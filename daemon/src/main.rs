@@ -258,12 +258,8 @@ fn tell_the_starter(args: &Args) -> Option<std::os::unix::net::UnixStream> {
     })
 }
 
-/// How long after the socket listens the walk that makes `REIN_HOME` private starts: after the
-/// first requests, which it would slow on a small machine (it inspects every session file).
-const HOME_WALK_DELAY: Duration = Duration::from_secs(1);
-
-/// Starts, [`HOME_WALK_DELAY`] after the socket listens and on a thread of its own, what the
-/// daemon needs soon but not for its first requests:
+/// Starts, [`housekeeping::AFTER_START`] after the socket listens and on a thread of its own,
+/// what the daemon needs soon but not for its first requests:
 /// - the allocator's purging thread, not needed before the first session closes;
 /// - the walk that makes everything under `REIN_HOME` the user's alone, the files made before
 ///   this start too. The home itself was closed to others before the daemon wrote anything, so
@@ -278,7 +274,7 @@ const HOME_WALK_DELAY: Duration = Duration::from_secs(1);
 /// an exit, or never started, is done again on the next start). Needs an entered runtime.
 fn start_background_care(home: std::path::PathBuf) {
     tokio::spawn(async move {
-        tokio::time::sleep(HOME_WALK_DELAY).await;
+        tokio::time::sleep(housekeeping::AFTER_START).await;
         let spawned = std::thread::Builder::new().name("home-walk".into()).spawn(move || {
             allocator::start_purging();
             match home::make_private(&home) {
