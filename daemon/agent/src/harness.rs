@@ -14,7 +14,7 @@ use crate::run::{RunEnd, RunSetup, execute};
 use crate::tool::Tool;
 use crate::toolset::{ToolSet, ToolSetError};
 use futures::FutureExt;
-use rein_ai::Provider;
+use rein_ai::{EncodedHistory, Provider};
 use rein_protocol::clock::now_ms;
 use rein_protocol::event::{EndReason, QueueState, QueuedMessage, SessionEvent};
 use rein_protocol::message::{ContentBlock, Message, ToolResultMessage, Usage};
@@ -150,6 +150,8 @@ pub(crate) struct Shared {
     /// Event subscribers.
     pub(crate) events: EventHub,
     idle: watch::Sender<bool>,
+    /// The history as earlier requests encoded it, for the next request to go on from.
+    pub(crate) encoded: Arc<EncodedHistory>,
 }
 
 impl Shared {
@@ -201,6 +203,8 @@ impl Shared {
     /// Replaces the history (compaction, repair).
     pub(crate) fn replace_messages(&self, messages: Vec<Arc<Message>>) {
         self.lock().messages = Arc::new(messages);
+        // What was encoded no longer starts the history: its memory goes now.
+        self.encoded.clear();
     }
 
     /// Replaces the system prompt.
@@ -350,6 +354,7 @@ impl Harness {
                 state: Mutex::new(state),
                 events: EventHub::default(),
                 idle,
+                encoded: Arc::default(),
             }),
         })
     }
@@ -516,6 +521,7 @@ impl Harness {
             return Err(HarnessError::Busy);
         }
         state.messages = Arc::new(messages);
+        self.shared.encoded.clear();
         Ok(())
     }
 

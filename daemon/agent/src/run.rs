@@ -319,6 +319,7 @@ impl Run<'_> {
                 system_prompt,
                 messages,
                 tools: self.setup.tools.shared_definitions(),
+                encoded: Some(self.shared.encoded.clone()),
             },
             options: StreamOptions {
                 thinking: self.setup.thinking,

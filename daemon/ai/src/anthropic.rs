@@ -2,6 +2,7 @@
 
 use crate::assemble::MessageBuilder;
 use crate::compat::Compat;
+use crate::encoded_history::{Encoded, WireItem, encode_items};
 use crate::failure::Failure;
 use crate::history::{IMAGE_OMITTED, is_native, should_replay, thinking_as_text};
 use crate::ids::wire_tool_call_id;
@@ -11,7 +12,9 @@ use rein_protocol::message::{ContentBlock, Message, StopReason};
 use rein_protocol::model::{Api, ModelInfo, ThinkingLevel};
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// The `anthropic-version` header value sent with every request.
 pub const API_VERSION: &str = "2023-06-01";
@@ -37,9 +40,31 @@ pub fn request_body(request: &ProviderRequest, compat: &Compat) -> Value {
 /// The request body for `POST {base_url}/messages`, borrowing the request: it is serialized
 /// straight from the history, with no JSON tree built in between.
 pub fn body<'a>(request: &'a ProviderRequest, compat: &Compat) -> AnthropicBody<'a> {
-    let model = &request.model;
-    let mut messages: Vec<Turn<'a>> = Vec::with_capacity(request.context.messages.len());
-    for message in request.context.messages.iter().map(|message| message.as_ref()) {
+    body_after(request, compat, Encoded::NONE)
+}
+
+/// A user message with something to send starts a segment: its turn is never joined to the
+/// one before (only consecutive tool results are), and the cache breakpoint and the check for
+/// a tool loop without thinking, which look at the last turns, then only see turns after it.
+pub(crate) fn starts_segment(message: &Message, model: &ModelInfo) -> bool {
+    match message {
+        Message::User(user) => user.content.iter().any(|b| user_block(b, model.images).is_some()),
+        _ => false,
+    }
+}
+
+/// The turns of `history`, each as its own JSON text.
+pub(crate) fn encoded_items(
+    history: &[Arc<Message>],
+    model: &ModelInfo,
+) -> serde_json::Result<Vec<Box<RawValue>>> {
+    encode_items(&turns(history, model))
+}
+
+/// The turns of `history`, before the cache breakpoint is marked.
+fn turns<'a>(history: &'a [Arc<Message>], model: &ModelInfo) -> Vec<Turn<'a>> {
+    let mut messages: Vec<Turn<'a>> = Vec::with_capacity(history.len());
+    for message in history.iter().map(|message| message.as_ref()) {
         match message {
             Message::User(user) => {
                 let content: Vec<Block<'a>> =
@@ -113,6 +138,19 @@ pub fn body<'a>(request: &'a ProviderRequest, compat: &Compat) -> AnthropicBody<
             }
         }
     }
+    messages
+}
+
+/// The request body, with the turns of the history's first `encoded.messages` messages
+/// already encoded (see [`crate::encoded_history`]).
+pub(crate) fn body_after<'a>(
+    request: &'a ProviderRequest,
+    compat: &Compat,
+    encoded: Encoded<'a>,
+) -> AnthropicBody<'a> {
+    let model = &request.model;
+    let mut messages =
+        turns(request.context.messages.get(encoded.messages..).unwrap_or(&[]), model);
     mark_cache_breakpoint(&mut messages);
     let wanted = if model.reasoning && compat.reasoning_effort {
         thinking_budget(request.options.thinking)
@@ -126,7 +164,7 @@ pub fn body<'a>(request: &'a ProviderRequest, compat: &Compat) -> AnthropicBody<
     let system_prompt = &request.context.system_prompt;
     AnthropicBody {
         model: &model.id,
-        messages,
+        messages: WireItem::list(None, encoded, messages),
         max_tokens,
         stream: true,
         system: (!system_prompt.is_empty()).then(|| {
@@ -158,7 +196,7 @@ pub fn body<'a>(request: &'a ProviderRequest, compat: &Compat) -> AnthropicBody<
 #[derive(Debug, Serialize)]
 pub struct AnthropicBody<'a> {
     model: &'a str,
-    messages: Vec<Turn<'a>>,
+    messages: Vec<WireItem<'a, Turn<'a>>>,
     max_tokens: u64,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]

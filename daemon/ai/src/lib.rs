@@ -7,7 +7,7 @@
 //! - [`provider`]: the interface; [`http`]: the one implementation, over HTTP and SSE.
 //! - [`wire`] switches between [`openai_chat`], [`openai_responses`] and [`anthropic`], which
 //!   each build request bodies (history conversion) and decode their stream into an
-//!   [`assemble::MessageBuilder`].
+//!   [`assemble::MessageBuilder`]; [`encoded_history`] keeps what earlier requests encoded.
 //! - [`history`] and [`ids`]: rules for replaying history from another provider.
 //! - [`failure`] and [`retry`]: error classification and backoff.
 //! - [`compat`]: per-model settings for what one server needs beyond its API's rules.
@@ -20,6 +20,7 @@ pub mod catalog;
 pub mod compat;
 pub mod config;
 pub mod cost;
+pub mod encoded_history;
 pub mod failure;
 pub mod history;
 pub mod http;
@@ -36,6 +37,7 @@ pub mod whole_reply;
 pub mod wire;
 
 pub use config::{ConfigError, ModelOverride, ProviderConfig, ProvidersConfig};
+pub use encoded_history::EncodedHistory;
 pub use provider::{
     AssistantMessageEvent, EventStream, Provider, ProviderErrorKind, ProviderRequest,
     RequestContext, StreamOptions,

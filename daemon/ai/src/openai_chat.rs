@@ -3,6 +3,7 @@
 
 use crate::assemble::MessageBuilder;
 use crate::compat::{Compat, MaxTokensField};
+use crate::encoded_history::{Encoded, WireItem, encode_items};
 use crate::failure::Failure;
 use crate::history::{IMAGE_OMITTED, data_url, is_native, should_replay, thinking_as_text};
 use crate::ids::wire_tool_call_id;
@@ -12,7 +13,9 @@ use rein_protocol::message::{ContentBlock, Message, StopReason, Usage};
 use rein_protocol::model::{Api, ModelInfo, ThinkingLevel};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// The request body for `POST {base_url}/chat/completions`, as a JSON value (for tests and
 /// tools that inspect it; requests are sent from [`body`]).
@@ -23,15 +26,35 @@ pub fn request_body(request: &ProviderRequest, compat: &Compat) -> Value {
 /// The request body for `POST {base_url}/chat/completions`, borrowing the request: it is
 /// serialized straight from the history, with no JSON tree built in between.
 pub fn body<'a>(request: &'a ProviderRequest, compat: &Compat) -> ChatBody<'a> {
-    let model = &request.model;
-    let mut messages = Vec::with_capacity(request.context.messages.len() + 1);
-    if !request.context.system_prompt.is_empty() {
-        messages.push(ChatMessage::System { content: &request.context.system_prompt });
-    }
+    body_after(request, compat, Encoded::NONE)
+}
+
+/// A user message starts a segment: the images of the tool results before it are sent
+/// before it, and nothing else carries over from one message to the next.
+pub(crate) fn starts_segment(message: &Message, _model: &ModelInfo) -> bool {
+    matches!(message, Message::User(_))
+}
+
+/// The wire messages of `history` (no system message), each as its own JSON text.
+pub(crate) fn encoded_items(
+    history: &[Arc<Message>],
+    model: &ModelInfo,
+    compat: &Compat,
+) -> serde_json::Result<Vec<Box<RawValue>>> {
+    encode_items(&items(history, model, compat))
+}
+
+/// The wire messages of `history`, without the system message.
+fn items<'a>(
+    history: &'a [Arc<Message>],
+    model: &ModelInfo,
+    compat: &Compat,
+) -> Vec<ChatMessage<'a>> {
+    let mut messages = Vec::with_capacity(history.len());
     // Images from tool results travel in a user message after the run of tool messages (a
     // tool message cannot hold images, and nothing may come between the tool messages).
     let mut tool_images: Vec<ChatPart<'a>> = Vec::new();
-    for message in request.context.messages.iter().map(|message| message.as_ref()) {
+    for message in history.iter().map(|message| message.as_ref()) {
         if !matches!(message, Message::ToolResult(_)) {
             flush_tool_images(&mut tool_images, &mut messages);
         }
@@ -100,6 +123,22 @@ pub fn body<'a>(request: &'a ProviderRequest, compat: &Compat) -> ChatBody<'a> {
         }
     }
     flush_tool_images(&mut tool_images, &mut messages);
+    messages
+}
+
+/// The request body, with the wire messages of the history's first `encoded.messages`
+/// messages already encoded (see [`crate::encoded_history`]).
+pub(crate) fn body_after<'a>(
+    request: &'a ProviderRequest,
+    compat: &Compat,
+    encoded: Encoded<'a>,
+) -> ChatBody<'a> {
+    let model = &request.model;
+    let fresh =
+        items(request.context.messages.get(encoded.messages..).unwrap_or(&[]), model, compat);
+    let system = (!request.context.system_prompt.is_empty())
+        .then(|| ChatMessage::System { content: &request.context.system_prompt });
+    let messages = WireItem::list(system, encoded, fresh);
     let tools = request.context.tools.iter().map(|tool| ChatTool {
         kind: "function",
         function: ChatToolFunction {
@@ -134,7 +173,7 @@ pub fn body<'a>(request: &'a ProviderRequest, compat: &Compat) -> ChatBody<'a> {
 #[derive(Debug, Serialize)]
 pub struct ChatBody<'a> {
     model: &'a str,
-    messages: Vec<ChatMessage<'a>>,
+    messages: Vec<WireItem<'a, ChatMessage<'a>>>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamUsage>,

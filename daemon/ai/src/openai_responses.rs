@@ -7,6 +7,7 @@
 
 use crate::assemble::MessageBuilder;
 use crate::compat::Compat;
+use crate::encoded_history::{Encoded, WireItem, encode_items};
 use crate::failure::Failure;
 use crate::history::{IMAGE_OMITTED, data_url, is_native, should_replay, thinking_as_text};
 use crate::ids::wire_tool_call_id;
@@ -14,11 +15,12 @@ use crate::openai_chat::{arguments_text, clamp_output, effort};
 use crate::provider::{ProviderErrorKind, ProviderRequest};
 use crate::wire::Step;
 use rein_protocol::message::{ContentBlock, Message, StopReason, Usage};
-use rein_protocol::model::{Api, ThinkingLevel};
+use rein_protocol::model::{Api, ModelInfo, ThinkingLevel};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// The request body for `POST {base_url}/responses`, as a JSON value (for tests and tools
 /// that inspect it; requests are sent from [`body`]).
@@ -29,9 +31,26 @@ pub fn request_body(request: &ProviderRequest, compat: &Compat) -> Value {
 /// The request body for `POST {base_url}/responses`, borrowing the request: it is serialized
 /// straight from the history, with no JSON tree built in between.
 pub fn body<'a>(request: &'a ProviderRequest, compat: &Compat) -> ResponsesBody<'a> {
-    let model = &request.model;
-    let mut input = Vec::with_capacity(request.context.messages.len());
-    for message in request.context.messages.iter().map(|message| message.as_ref()) {
+    body_after(request, compat, Encoded::NONE)
+}
+
+/// Every message starts a segment: each one's input items depend on nothing around it.
+pub(crate) fn starts_segment(_message: &Message, _model: &ModelInfo) -> bool {
+    true
+}
+
+/// The input items of `history`, each as its own JSON text.
+pub(crate) fn encoded_items(
+    history: &[Arc<Message>],
+    model: &ModelInfo,
+) -> serde_json::Result<Vec<Box<RawValue>>> {
+    encode_items(&input(history, model))
+}
+
+/// The input items of `history`.
+fn input<'a>(history: &'a [Arc<Message>], model: &ModelInfo) -> Vec<InputItem<'a>> {
+    let mut input = Vec::with_capacity(history.len());
+    for message in history.iter().map(|message| message.as_ref()) {
         match message {
             Message::User(user) => {
                 let content = user
@@ -118,6 +137,18 @@ pub fn body<'a>(request: &'a ProviderRequest, compat: &Compat) -> ResponsesBody<
             }
         }
     }
+    input
+}
+
+/// The request body, with the input items of the history's first `encoded.messages`
+/// messages already encoded (see [`crate::encoded_history`]).
+pub(crate) fn body_after<'a>(
+    request: &'a ProviderRequest,
+    compat: &Compat,
+    encoded: Encoded<'a>,
+) -> ResponsesBody<'a> {
+    let model = &request.model;
+    let fresh = input(request.context.messages.get(encoded.messages..).unwrap_or(&[]), model);
     let system_prompt = &request.context.system_prompt;
     let reasoning = (model.reasoning
         && request.options.thinking != ThinkingLevel::Off
@@ -125,7 +156,7 @@ pub fn body<'a>(request: &'a ProviderRequest, compat: &Compat) -> ResponsesBody<
         .then(|| ReasoningOptions { effort: effort(request.options.thinking), summary: "auto" });
     ResponsesBody {
         model: &model.id,
-        input,
+        input: WireItem::list(None, encoded, fresh),
         stream: true,
         store: false,
         instructions: (!system_prompt.is_empty()).then_some(system_prompt.as_str()),
@@ -154,7 +185,7 @@ pub fn body<'a>(request: &'a ProviderRequest, compat: &Compat) -> ResponsesBody<
 #[derive(Debug, Serialize)]
 pub struct ResponsesBody<'a> {
     model: &'a str,
-    input: Vec<InputItem<'a>>,
+    input: Vec<WireItem<'a, InputItem<'a>>>,
     stream: bool,
     store: bool,
     #[serde(skip_serializing_if = "Option::is_none")]

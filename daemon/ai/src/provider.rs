@@ -1,5 +1,6 @@
 //! The one provider interface every wire API implements.
 
+use crate::encoded_history::EncodedHistory;
 use futures::stream::BoxStream;
 use rein_protocol::event::AssistantDelta;
 use rein_protocol::message::{AssistantMessage, Message, ToolDefinition};
@@ -20,6 +21,9 @@ pub struct RequestContext {
     pub messages: Arc<Vec<Arc<Message>>>,
     /// Tools the model may call.
     pub tools: Arc<[ToolDefinition]>,
+    /// The conversation's history as earlier requests encoded it, so this one encodes only
+    /// what was appended since (see [`crate::EncodedHistory`]); `None` encodes it all.
+    pub encoded: Option<Arc<EncodedHistory>>,
 }
 
 impl RequestContext {

@@ -4,6 +4,7 @@
 use crate::anthropic::{self, AnthropicDecoder};
 use crate::assemble::MessageBuilder;
 use crate::compat::{self, Compat};
+use crate::encoded_history::Encoded;
 use crate::failure::Failure;
 use crate::openai_chat::{self, ChatDecoder};
 use crate::openai_responses::{self, ResponsesDecoder};
@@ -51,12 +52,65 @@ pub fn request_body_with(request: &ProviderRequest, compat: &Compat) -> Value {
 
 /// The request body for the model's API, serialized straight from the request's history (no
 /// JSON tree in between): what is sent.
+/// With the request's [`EncodedHistory`](crate::EncodedHistory), only what was appended since
+/// the one before is encoded; the bytes are the same either way.
 pub fn encode_body(request: &ProviderRequest, compat: &Compat) -> serde_json::Result<Vec<u8>> {
-    match request.model.api {
-        Api::OpenAiChat => serde_json::to_vec(&openai_chat::body(request, compat)),
-        Api::OpenAiResponses => serde_json::to_vec(&openai_responses::body(request, compat)),
-        Api::Anthropic => serde_json::to_vec(&anthropic::body(request, compat)),
+    let (model, messages) = (&request.model, request.context.messages.as_slice());
+    let Some(kept) = &request.context.encoded else {
+        return encode_body_after(request, compat, Encoded::NONE);
+    };
+    match model.api {
+        Api::OpenAiChat => kept.encode(
+            messages,
+            model,
+            compat,
+            openai_chat::starts_segment,
+            |segment| openai_chat::encoded_items(segment, model, compat),
+            |encoded| encode_body_after(request, compat, encoded),
+        ),
+        Api::OpenAiResponses => kept.encode(
+            messages,
+            model,
+            compat,
+            openai_responses::starts_segment,
+            |segment| openai_responses::encoded_items(segment, model),
+            |encoded| encode_body_after(request, compat, encoded),
+        ),
+        Api::Anthropic => kept.encode(
+            messages,
+            model,
+            compat,
+            anthropic::starts_segment,
+            |segment| anthropic::encoded_items(segment, model),
+            |encoded| encode_body_after(request, compat, encoded),
+        ),
     }
+}
+
+/// Room for what a body holds besides the kept history (the tool definitions, the system
+/// prompt, the latest messages), so that writing it rarely grows the buffer.
+const BODY_ROOM: usize = 64 * 1024;
+
+/// The request body with the history's first `encoded.messages` messages already encoded.
+fn encode_body_after(
+    request: &ProviderRequest,
+    compat: &Compat,
+    encoded: Encoded<'_>,
+) -> serde_json::Result<Vec<u8>> {
+    let mut body = Vec::with_capacity(encoded.bytes + encoded.items.len() + BODY_ROOM);
+    match request.model.api {
+        Api::OpenAiChat => {
+            serde_json::to_writer(&mut body, &openai_chat::body_after(request, compat, encoded))
+        }
+        Api::OpenAiResponses => serde_json::to_writer(
+            &mut body,
+            &openai_responses::body_after(request, compat, encoded),
+        ),
+        Api::Anthropic => {
+            serde_json::to_writer(&mut body, &anthropic::body_after(request, compat, encoded))
+        }
+    }?;
+    Ok(body)
 }
 
 /// The headers that carry the API key (and the API version, for Anthropic).
@@ -427,6 +481,7 @@ mod tests {
                     }),
                 ]),
                 tools: Arc::from([]),
+                encoded: None,
             },
             options: StreamOptions::default(),
         }

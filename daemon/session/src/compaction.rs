@@ -999,6 +999,7 @@ mod tests {
                     system_prompt: "sys".into(),
                     messages: Arc::new(messages),
                     tools: std::sync::Arc::from([]),
+                    encoded: None,
                 },
                 options: StreamOptions::default(),
             };

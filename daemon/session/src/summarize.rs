@@ -123,6 +123,7 @@ pub async fn request_summary(
                 now_millis(),
             ))]),
             tools: Arc::from([]),
+            encoded: None,
         },
         options: StreamOptions {
             thinking: ThinkingLevel::Off,

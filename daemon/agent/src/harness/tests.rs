@@ -172,6 +172,10 @@ async fn a_multi_turn_run_feeds_every_result_back() {
     let requests = provider.requests();
     let lengths: Vec<usize> = requests.iter().map(|r| r.context.messages.len()).collect();
     assert_eq!(lengths, vec![1, 3, 5, 7]);
+    // Every request hands the provider the harness's one encoded history, so each encodes
+    // only what the one before did not.
+    let encoded: Vec<_> = requests.iter().map(|r| r.context.encoded.clone().unwrap()).collect();
+    assert!(encoded.iter().all(|e| Arc::ptr_eq(e, &encoded[0])));
     let messages = harness.messages();
     assert_history_valid(&messages);
     let results: Vec<String> = tool_results(&messages).into_iter().map(|r| r.2).collect();

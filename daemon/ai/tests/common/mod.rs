@@ -66,6 +66,8 @@ pub(crate) fn request(api: Api, messages: Vec<Message>) -> ProviderRequest {
                 description: "Run a command".into(),
                 parameters: json!({"type": "object", "properties": {"command": {"type": "string"}}}),
             }]),
+            // Requests in these tests go through the kept encoding, as a harness's do.
+            encoded: Some(Arc::default()),
         },
         options: StreamOptions::default(),
     }
