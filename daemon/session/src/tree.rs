@@ -5,6 +5,7 @@ use std::hash::{BuildHasher, RandomState};
 
 use hashbrown::hash_table::{Entry, HashTable};
 
+use rein_protocol::message::{Message, Usage};
 use rein_protocol::{EntryKind, SessionEntry};
 use serde_json::json;
 
@@ -45,6 +46,10 @@ pub struct SessionTree {
     hasher: RandomState,
     parents: Vec<Option<usize>>,
     leaf: Option<usize>,
+    /// The position of the latest session-info entry (the one that names the session).
+    info: Option<usize>,
+    /// The usage of every reply in the file, on every branch.
+    usage: Usage,
 }
 
 impl SessionTree {
@@ -57,6 +62,8 @@ impl SessionTree {
             hasher: RandomState::default(),
             parents: Vec::with_capacity(entries),
             leaf: None,
+            info: None,
+            usage: Usage::default(),
         }
     }
 
@@ -111,6 +118,15 @@ impl SessionTree {
             }
         }
         self.leaf = leaf;
+        match &entry.kind {
+            EntryKind::SessionInfo { .. } => self.info = Some(position),
+            EntryKind::Message { message } => {
+                if let Message::Assistant(reply) = message.as_ref() {
+                    self.usage.add(&reply.usage);
+                }
+            }
+            _ => {}
+        }
         self.parents.push(parent);
         self.entries.push(entry);
         true
@@ -188,14 +204,15 @@ impl SessionTree {
 
     /// The session's name: the last session-info entry in the file.
     pub fn name(&self) -> Option<&str> {
-        self.entries
-            .iter()
-            .rev()
-            .find_map(|entry| match &entry.kind {
-                EntryKind::SessionInfo { name } => Some(name.as_deref()),
-                _ => None,
-            })
-            .flatten()
+        match &self.entries.get(self.info?)?.kind {
+            EntryKind::SessionInfo { name } => name.as_deref(),
+            _ => None,
+        }
+    }
+
+    /// The usage of every reply in the file, on every branch (what the session has cost).
+    pub fn total_usage(&self) -> &Usage {
+        &self.usage
     }
 }
 
@@ -273,5 +290,47 @@ mod tests {
         ]);
         assert_eq!(tree.labels().into_iter().collect::<Vec<_>>(), [("a", "y")]);
         assert_eq!(tree.name(), Some("a"));
+    }
+
+    #[test]
+    fn the_name_is_the_latest_session_info_even_when_it_clears_it() {
+        let mut tree = SessionTree::default();
+        assert_eq!(tree.name(), None);
+        tree.push(info("a", None));
+        tree.push(entry("x", Some("a"), leaf_move_kind(None)));
+        assert_eq!(tree.name(), Some("a"));
+        tree.push(entry("b", None, EntryKind::SessionInfo { name: None }));
+        assert_eq!(tree.name(), None);
+        tree.push(info("c", Some("b")));
+        assert_eq!(tree.name(), Some("c"));
+    }
+
+    #[test]
+    fn total_usage_counts_every_reply_on_every_branch() {
+        use rein_protocol::message::{AssistantMessage, StopReason, UserMessage};
+        let reply = |input: u64, cost: f64| {
+            let mut usage = Usage { input, output: 1, ..Usage::default() };
+            usage.cost.total = cost;
+            let message = Message::Assistant(AssistantMessage {
+                content: Vec::new(),
+                api: "a".into(),
+                provider: "p".into(),
+                model: "m".into(),
+                usage,
+                stop_reason: StopReason::Stop,
+                error_message: None,
+                timestamp: 0,
+            });
+            EntryKind::Message { message: message.into() }
+        };
+        let user = EntryKind::Message { message: Message::User(UserMessage::text("u", 0)).into() };
+        let mut tree = SessionTree::default();
+        tree.push(entry("u1", None, user));
+        tree.push(entry("r1", Some("u1"), reply(10, 0.25)));
+        // A branch from the user message, and a repeated id: both count, as written.
+        tree.push(entry("r2", Some("u1"), reply(20, 0.5)));
+        tree.push(entry("r1", Some("r2"), reply(5, 0.125)));
+        let total = tree.total_usage();
+        assert_eq!((total.input, total.output, total.cost.total), (35, 3, 0.875));
     }
 }

@@ -82,7 +82,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use rein_agent::{Harness, HarnessConfig, PromptReceipt, RunLimits};
 use rein_protocol::event::{ApprovalDecision, QueueState, SessionEvent};
-use rein_protocol::message::{ContentBlock, Message, Usage};
+use rein_protocol::message::{ContentBlock, Message};
 use rein_protocol::method::{
     ApprovalPolicy, BusyBehavior, CreateSessionParams, PromptDisposition, PromptParams,
     PromptResult, QueueMessageResult, QueueSelector, SessionState, SessionSummary, TreeResult,
@@ -556,7 +556,7 @@ impl CodingSession {
             .read(|file| {
                 (
                     file.name().map(str::to_string),
-                    total_usage(file.tree().entries()),
+                    file.tree().total_usage().clone(),
                     file.context_tokens(),
                     file.leaf_id().map(str::to_string),
                 )
@@ -983,17 +983,4 @@ fn queue_result(receipt: PromptReceipt) -> QueueMessageResult {
         started_run: receipt.disposition == PromptDisposition::Started,
         id: receipt.id,
     }
-}
-
-/// Usage summed over every assistant message of the session file (all branches).
-fn total_usage(entries: &[SessionEntry]) -> Usage {
-    let mut usage = Usage::default();
-    for entry in entries {
-        if let EntryKind::Message { message } = &entry.kind
-            && let Message::Assistant(assistant) = message.as_ref()
-        {
-            usage.add(&assistant.usage);
-        }
-    }
-    usage
 }
