@@ -5,11 +5,12 @@ import os, subprocess, sys, tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def start_provider(tls=False):
+def start_provider(tls=False, tool_first=False):
     """Starts fake_provider.py on 127.0.0.1. Returns the process, its base URL and the
     variables a run needs to trust it: none over plain HTTP; with `tls`, a certificate made
     here with openssl, added to a copy of the system's bundle (SSL_CERT_FILE, with SSL_CERT_DIR
-    still the system's directory, so the daemon reads as many roots as by default)."""
+    still the system's directory, so the daemon reads as many roots as by default). With
+    `tool_first`, a request not ending with a tool result is answered with a `bash` call."""
     serve = [sys.executable, os.path.join(HERE, "fake_provider.py")]
     trust = {}
     if tls:
@@ -25,18 +26,21 @@ def start_provider(tls=False):
             out.write(open("/etc/ssl/certs/ca-certificates.crt").read() + open(cert).read())
         serve += [cert, key]
         trust = {"SSL_CERT_FILE": bundle, "SSL_CERT_DIR": "/etc/ssl/certs"}
-    process = subprocess.Popen(serve, stdout=subprocess.PIPE, text=True)
+    env = dict(os.environ, TOOL_FIRST="1" if tool_first else "0")
+    process = subprocess.Popen(serve, stdout=subprocess.PIPE, text=True, env=env)
     port = int(process.stdout.readline())
     scheme = "https" if tls else "http"
     return process, f"{scheme}://127.0.0.1:{port}/v1", trust
 
 
-def write_config(home, base_url):
+def write_config(home, base_url, top="", model=""):
     """Writes `home`'s config.toml: the fake provider at `base_url`, no key, its model the
-    default."""
+    default; `top` adds top-level settings, `model` settings of the model's own table."""
     with open(os.path.join(home, "config.toml"), "w") as config:
-        config.write(f'model = "fake/test-model"\n[providers.fake]\napi = "openai-chat"\n'
+        config.write(f'model = "fake/test-model"\n{top}[providers.fake]\napi = "openai-chat"\n'
                      f'base_url = "{base_url}"\napi_key_env = ""\n')
+        if model:
+            config.write(f'[providers.fake.models."test-model"]\n{model}')
 
 
 def client_env(home, build):

@@ -227,6 +227,12 @@ fn bench_turn_cost_and_open_as_history_grows() {
         );
 
         if i + 1 == sizes.len() {
+            // With the task's session loaded: its entries and the history its requests keep
+            // encoded.
+            println!(
+                "\ndaemon RSS with the session loaded after its tasks: {:.1} MiB",
+                rss_kib(pid).unwrap() as f64 / 1024.0
+            );
             // Open through the CLI, from unloaded.
             client.call_ok(4, "session/close", json!({"session_id": session}));
             let rss_closed = rss_kib(pid).unwrap();

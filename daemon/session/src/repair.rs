@@ -372,7 +372,7 @@ pub(crate) fn is_valid_sequence<'a>(
                 if !expected.is_empty() {
                     return false;
                 }
-                expected = assistant.tool_calls().map(|c| c.id.as_str()).collect();
+                expected.extend(assistant.tool_calls().map(|c| c.id.as_str()));
             }
             Some(Message::User(_)) | None => {
                 if !expected.is_empty() {
