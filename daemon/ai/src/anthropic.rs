@@ -57,6 +57,7 @@ pub(crate) fn starts_segment(message: &Message, model: &ModelInfo) -> bool {
 pub(crate) fn encoded_items(
     history: &[Arc<Message>],
     model: &ModelInfo,
+    _compat: &Compat,
 ) -> serde_json::Result<Vec<Box<RawValue>>> {
     encode_items(&turns(history, model))
 }

@@ -70,6 +70,10 @@ impl<'a, T> WireItem<'a, T> {
 /// messages before it neither depend on it nor on anything after it, and vice versa.
 pub(crate) type SegmentStart = fn(&Message, &ModelInfo) -> bool;
 
+/// How one wire API encodes the items of a run of whole segments, each as its own JSON text.
+pub(crate) type EncodeItems =
+    fn(&[Arc<Message>], &ModelInfo, &Compat) -> serde_json::Result<Vec<Box<RawValue>>>;
+
 #[derive(Debug)]
 struct Kept {
     model: ModelInfo,

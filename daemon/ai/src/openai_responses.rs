@@ -43,6 +43,7 @@ pub(crate) fn starts_segment(_message: &Message, _model: &ModelInfo) -> bool {
 pub(crate) fn encoded_items(
     history: &[Arc<Message>],
     model: &ModelInfo,
+    _compat: &Compat,
 ) -> serde_json::Result<Vec<Box<RawValue>>> {
     encode_items(&input(history, model))
 }

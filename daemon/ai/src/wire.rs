@@ -4,7 +4,7 @@
 use crate::anthropic::{self, AnthropicDecoder};
 use crate::assemble::MessageBuilder;
 use crate::compat::{self, Compat};
-use crate::encoded_history::Encoded;
+use crate::encoded_history::{EncodeItems, Encoded, SegmentStart};
 use crate::failure::Failure;
 use crate::openai_chat::{self, ChatDecoder};
 use crate::openai_responses::{self, ResponsesDecoder};
@@ -52,6 +52,7 @@ pub fn request_body_with(request: &ProviderRequest, compat: &Compat) -> Value {
 
 /// The request body for the model's API, serialized straight from the request's history (no
 /// JSON tree in between): what is sent.
+///
 /// With the request's [`EncodedHistory`](crate::EncodedHistory), only what was appended since
 /// the one before is encoded; the bytes are the same either way.
 pub fn encode_body(request: &ProviderRequest, compat: &Compat) -> serde_json::Result<Vec<u8>> {
@@ -59,32 +60,19 @@ pub fn encode_body(request: &ProviderRequest, compat: &Compat) -> serde_json::Re
     let Some(kept) = &request.context.encoded else {
         return encode_body_after(request, compat, Encoded::NONE);
     };
-    match model.api {
-        Api::OpenAiChat => kept.encode(
-            messages,
-            model,
-            compat,
-            openai_chat::starts_segment,
-            |segment| openai_chat::encoded_items(segment, model, compat),
-            |encoded| encode_body_after(request, compat, encoded),
-        ),
-        Api::OpenAiResponses => kept.encode(
-            messages,
-            model,
-            compat,
-            openai_responses::starts_segment,
-            |segment| openai_responses::encoded_items(segment, model),
-            |encoded| encode_body_after(request, compat, encoded),
-        ),
-        Api::Anthropic => kept.encode(
-            messages,
-            model,
-            compat,
-            anthropic::starts_segment,
-            |segment| anthropic::encoded_items(segment, model),
-            |encoded| encode_body_after(request, compat, encoded),
-        ),
-    }
+    let (starts_segment, items): (SegmentStart, EncodeItems) = match model.api {
+        Api::OpenAiChat => (openai_chat::starts_segment, openai_chat::encoded_items),
+        Api::OpenAiResponses => (openai_responses::starts_segment, openai_responses::encoded_items),
+        Api::Anthropic => (anthropic::starts_segment, anthropic::encoded_items),
+    };
+    kept.encode(
+        messages,
+        model,
+        compat,
+        starts_segment,
+        |segment| items(segment, model, compat),
+        |encoded| encode_body_after(request, compat, encoded),
+    )
 }
 
 /// Room for what a body holds besides the kept history (the tool definitions, the system
