@@ -1,0 +1,141 @@
+//! Request body encoding as history grows: the whole history encoded for every request,
+//! against a harness's kept encoding (`rein_ai::EncodedHistory`) after one more turn.
+//!
+//! Run with `cargo bench -p rein-ai --bench request_body`. Prints, per API and history length,
+//! the time to encode one request body both ways (best and median of the rounds).
+
+use rein_ai::wire::encode_body;
+use rein_ai::{EncodedHistory, ProviderRequest, RequestContext, StreamOptions, compat};
+use rein_protocol::message::{
+    AssistantMessage, ContentBlock, Message, StopReason, ToolCall, ToolResultMessage, Usage,
+    UserMessage,
+};
+use rein_protocol::model::{Api, ModelCost, ModelInfo};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const ROUNDS: usize = 7;
+
+fn model(api: Api) -> ModelInfo {
+    ModelInfo {
+        provider: "bench".into(),
+        id: "bench-model".into(),
+        name: String::new(),
+        api,
+        context_window: 1_000_000_000,
+        max_output_tokens: 100_000,
+        images: false,
+        reasoning: false,
+        cost: ModelCost::default(),
+        known: true,
+    }
+}
+
+/// One turn of four messages (a prompt, a `bash` call, its output, an answer), about 200
+/// bytes a message, as in the growth benchmark's sessions.
+fn turn(api: Api, n: usize) -> [Arc<Message>; 4] {
+    let reply = |content, stop_reason| AssistantMessage {
+        content,
+        api: api.as_str().into(),
+        provider: "bench".into(),
+        model: "bench-model".into(),
+        usage: Usage::default(),
+        stop_reason,
+        error_message: None,
+        timestamp: 0,
+    };
+    let call_id = format!("call_{n}");
+    [
+        Message::User(UserMessage::text(format!("step {n}: look {}", "u".repeat(80)), 0)),
+        Message::Assistant(reply(
+            vec![ContentBlock::ToolCall(ToolCall {
+                id: call_id.clone(),
+                name: "bash".into(),
+                arguments: json!({"command": format!("ls -la src/{n}")}),
+            })],
+            StopReason::ToolUse,
+        )),
+        Message::ToolResult(ToolResultMessage {
+            tool_call_id: call_id,
+            tool_name: "bash".into(),
+            content: vec![ContentBlock::text(format!("total {n}\n{}", "f".repeat(120)))],
+            is_error: false,
+            details: None,
+            timestamp: 0,
+        }),
+        Message::Assistant(reply(
+            vec![ContentBlock::text(format!("done with step {n} {}", "a".repeat(80)))],
+            StopReason::Stop,
+        )),
+    ]
+    .map(Arc::new)
+}
+
+fn request(
+    model: &ModelInfo,
+    messages: &[Arc<Message>],
+    encoded: Option<Arc<EncodedHistory>>,
+) -> ProviderRequest {
+    ProviderRequest {
+        model: model.clone(),
+        context: RequestContext {
+            system_prompt: "You are a coding agent.".into(),
+            messages: Arc::new(messages.to_vec()),
+            tools: Arc::from([]),
+            encoded,
+        },
+        options: StreamOptions::default(),
+    }
+}
+
+fn ms(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1000.0
+}
+
+/// The best and the median of `times`, in ms.
+fn best_and_median(mut times: Vec<Duration>) -> (f64, f64) {
+    times.sort();
+    (ms(times[0]), ms(times[times.len() / 2]))
+}
+
+fn main() {
+    println!("| API | messages | body | whole: best / median | kept: best / median |");
+    println!("| --- | --- | --- | --- | --- |");
+    for api in [Api::OpenAiChat, Api::OpenAiResponses, Api::Anthropic] {
+        let model = model(api);
+        let compat = compat::for_model(&model);
+        for turns in [250, 2_500, 25_000] {
+            let history: Vec<Arc<Message>> = (0..turns).flat_map(|n| turn(api, n)).collect();
+            let mut grown = history.clone();
+            grown.extend(turn(api, turns));
+            let (mut whole, mut kept) = (Vec::new(), Vec::new());
+            let mut size = 0;
+            for _ in 0..ROUNDS {
+                let started = Instant::now();
+                let body = encode_body(&request(&model, &grown, None), &compat);
+                whole.push(started.elapsed());
+                size = body.map_or(0, |body| body.len());
+                // The request before, untimed, leaves the history up to its last prompt kept.
+                let encoded = Arc::new(EncodedHistory::new());
+                let _ = encode_body(&request(&model, &history, Some(encoded.clone())), &compat);
+                let grown_request = request(&model, &grown, Some(encoded));
+                let started = Instant::now();
+                let body = encode_body(&grown_request, &compat);
+                kept.push(started.elapsed());
+                assert_eq!(body.map_or(0, |body| body.len()), size, "the same body either way");
+            }
+            let (whole, kept) = (best_and_median(whole), best_and_median(kept));
+            println!(
+                "| `{}` | {} | {:.1} MB | {:.2} / {:.2} ms | {:.2} / {:.2} ms |",
+                api.as_str(),
+                grown.len(),
+                size as f64 / 1e6,
+                whole.0,
+                whole.1,
+                kept.0,
+                kept.1
+            );
+        }
+    }
+}
