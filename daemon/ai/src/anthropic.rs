@@ -2,7 +2,7 @@
 
 use crate::assemble::MessageBuilder;
 use crate::compat::Compat;
-use crate::encoded_history::{Encoded, WireItem, encode_items};
+use crate::encoded_history::{Encoded, WireItems, encode_items};
 use crate::failure::Failure;
 use crate::history::{IMAGE_OMITTED, is_native, should_replay, thinking_as_text};
 use crate::ids::wire_tool_call_id;
@@ -165,7 +165,7 @@ pub(crate) fn body_after<'a>(
     let system_prompt = &request.context.system_prompt;
     AnthropicBody {
         model: &model.id,
-        messages: WireItem::list(None, encoded, messages),
+        messages: WireItems::new(None, encoded, messages),
         max_tokens,
         stream: true,
         system: (!system_prompt.is_empty()).then(|| {
@@ -197,7 +197,7 @@ pub(crate) fn body_after<'a>(
 #[derive(Debug, Serialize)]
 pub struct AnthropicBody<'a> {
     model: &'a str,
-    messages: Vec<WireItem<'a, Turn<'a>>>,
+    messages: WireItems<'a, Turn<'a>>,
     max_tokens: u64,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]

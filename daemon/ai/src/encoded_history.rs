@@ -17,7 +17,7 @@
 use crate::compat::Compat;
 use rein_protocol::message::Message;
 use rein_protocol::model::ModelInfo;
-use serde::Serialize;
+use serde::ser::{Serialize, SerializeSeq, Serializer};
 use serde_json::value::RawValue;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -44,25 +44,37 @@ impl Encoded<'_> {
     pub const NONE: Encoded<'static> = Encoded { items: &[], messages: 0, bytes: 0 };
 }
 
-/// One item of a request body's history: encoded by an earlier request (written as it is) or
-/// by this one.
-#[derive(Debug, Serialize)]
-#[serde(untagged)]
-pub(crate) enum WireItem<'a, T> {
-    /// Kept from an earlier request.
-    Encoded(&'a RawValue),
-    /// Encoded now.
-    Fresh(T),
+/// A request body's history on the wire: a leading item (a system message, say), the items
+/// kept from earlier requests, written as they are, then the items encoded now. Written as
+/// one JSON array, without gathering the items into one list first.
+#[derive(Debug)]
+pub(crate) struct WireItems<'a, T> {
+    lead: Option<T>,
+    kept: &'a [Box<RawValue>],
+    fresh: Vec<T>,
 }
 
-impl<'a, T> WireItem<'a, T> {
-    /// `lead` (a system message, say), the kept items of `encoded`, then `fresh`.
-    pub(crate) fn list(lead: Option<T>, encoded: Encoded<'a>, fresh: Vec<T>) -> Vec<Self> {
-        let mut items = Vec::with_capacity(1 + encoded.items.len() + fresh.len());
-        items.extend(lead.map(WireItem::Fresh));
-        items.extend(encoded.items.iter().map(|item| WireItem::Encoded(item)));
-        items.extend(fresh.into_iter().map(WireItem::Fresh));
-        items
+impl<'a, T> WireItems<'a, T> {
+    /// `lead`, the kept items of `encoded`, then `fresh`.
+    pub(crate) fn new(lead: Option<T>, encoded: Encoded<'a>, fresh: Vec<T>) -> Self {
+        Self { lead, kept: encoded.items, fresh }
+    }
+}
+
+impl<T: Serialize> Serialize for WireItems<'_, T> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let len = usize::from(self.lead.is_some()) + self.kept.len() + self.fresh.len();
+        let mut items = serializer.serialize_seq(Some(len))?;
+        if let Some(lead) = &self.lead {
+            items.serialize_element(lead)?;
+        }
+        for item in self.kept {
+            items.serialize_element(item)?;
+        }
+        for item in &self.fresh {
+            items.serialize_element(item)?;
+        }
+        items.end()
     }
 }
 

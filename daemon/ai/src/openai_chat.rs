@@ -3,7 +3,7 @@
 
 use crate::assemble::MessageBuilder;
 use crate::compat::{Compat, MaxTokensField};
-use crate::encoded_history::{Encoded, WireItem, encode_items};
+use crate::encoded_history::{Encoded, WireItems, encode_items};
 use crate::failure::Failure;
 use crate::history::{IMAGE_OMITTED, data_url, is_native, should_replay, thinking_as_text};
 use crate::ids::wire_tool_call_id;
@@ -138,7 +138,7 @@ pub(crate) fn body_after<'a>(
         items(request.context.messages.get(encoded.messages..).unwrap_or(&[]), model, compat);
     let system = (!request.context.system_prompt.is_empty())
         .then(|| ChatMessage::System { content: &request.context.system_prompt });
-    let messages = WireItem::list(system, encoded, fresh);
+    let messages = WireItems::new(system, encoded, fresh);
     let tools = request.context.tools.iter().map(|tool| ChatTool {
         kind: "function",
         function: ChatToolFunction {
@@ -173,7 +173,7 @@ pub(crate) fn body_after<'a>(
 #[derive(Debug, Serialize)]
 pub struct ChatBody<'a> {
     model: &'a str,
-    messages: Vec<WireItem<'a, ChatMessage<'a>>>,
+    messages: WireItems<'a, ChatMessage<'a>>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamUsage>,

@@ -7,7 +7,7 @@
 
 use crate::assemble::MessageBuilder;
 use crate::compat::Compat;
-use crate::encoded_history::{Encoded, WireItem, encode_items};
+use crate::encoded_history::{Encoded, WireItems, encode_items};
 use crate::failure::Failure;
 use crate::history::{IMAGE_OMITTED, data_url, is_native, should_replay, thinking_as_text};
 use crate::ids::wire_tool_call_id;
@@ -157,7 +157,7 @@ pub(crate) fn body_after<'a>(
         .then(|| ReasoningOptions { effort: effort(request.options.thinking), summary: "auto" });
     ResponsesBody {
         model: &model.id,
-        input: WireItem::list(None, encoded, fresh),
+        input: WireItems::new(None, encoded, fresh),
         stream: true,
         store: false,
         instructions: (!system_prompt.is_empty()).then_some(system_prompt.as_str()),
@@ -186,7 +186,7 @@ pub(crate) fn body_after<'a>(
 #[derive(Debug, Serialize)]
 pub struct ResponsesBody<'a> {
     model: &'a str,
-    input: Vec<WireItem<'a, InputItem<'a>>>,
+    input: WireItems<'a, InputItem<'a>>,
     stream: bool,
     store: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
