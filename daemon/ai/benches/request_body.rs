@@ -1,5 +1,7 @@
 //! Request body encoding as history grows: the whole history encoded for every request,
-//! against a harness's kept encoding (`rein_ai::EncodedHistory`) after one more turn.
+//! against a harness's kept encoding (`rein_ai::EncodedHistory`), for a history of whole turns
+//! (the next request after one more turn) and for one prompt followed by a run's tool loop
+//! (the next request after one more call).
 //!
 //! Run with `cargo bench -p rein-ai --bench request_body`. Prints, per API and history length,
 //! the time to encode one request body both ways (best and median of the rounds).
@@ -99,43 +101,65 @@ fn best_and_median(mut times: Vec<Duration>) -> (f64, f64) {
     (ms(times[0]), ms(times[times.len() / 2]))
 }
 
+/// A history's shape, the history, and what the next request adds to it.
+type Shape = (&'static str, Vec<Arc<Message>>, Vec<Arc<Message>>);
+
+/// One more step of a run's tool loop: a `bash` call and its output.
+fn step(api: Api, n: usize) -> [Arc<Message>; 2] {
+    let [_, call, output, _] = turn(api, n);
+    [call, output]
+}
+
 fn main() {
-    println!("| API | messages | body | whole: best / median | kept: best / median |");
-    println!("| --- | --- | --- | --- | --- |");
+    println!("| API | history | messages | body | whole: best / median | kept: best / median |");
+    println!("| --- | --- | --- | --- | --- | --- |");
     for api in [Api::OpenAiChat, Api::OpenAiResponses, Api::Anthropic] {
         let model = model(api);
         let compat = compat::for_model(&model);
         for turns in [250, 2_500, 25_000] {
-            let history: Vec<Arc<Message>> = (0..turns).flat_map(|n| turn(api, n)).collect();
-            let mut grown = history.clone();
-            grown.extend(turn(api, turns));
-            let (mut whole, mut kept) = (Vec::new(), Vec::new());
-            let mut size = 0;
-            for _ in 0..ROUNDS {
-                let started = Instant::now();
-                let body = encode_body(&request(&model, &grown, None), &compat);
-                whole.push(started.elapsed());
-                size = body.map_or(0, |body| body.len());
-                // The request before, untimed, leaves the history up to its last prompt kept.
-                let encoded = Arc::new(EncodedHistory::new());
-                let _ = encode_body(&request(&model, &history, Some(encoded.clone())), &compat);
-                let grown_request = request(&model, &grown, Some(encoded));
-                let started = Instant::now();
-                let body = encode_body(&grown_request, &compat);
-                kept.push(started.elapsed());
-                assert_eq!(body.map_or(0, |body| body.len()), size, "the same body either way");
+            // Whole turns, the next request after one more turn; or one prompt and a run's
+            // tool loop, the next request after one more call.
+            let shapes: [Shape; 2] = [
+                ("turns", (0..turns).flat_map(|n| turn(api, n)).collect(), turn(api, turns).into()),
+                (
+                    "one run",
+                    std::iter::once(turn(api, 0)[0].clone())
+                        .chain((0..turns * 2).flat_map(|n| step(api, n)))
+                        .collect(),
+                    step(api, turns * 2).into(),
+                ),
+            ];
+            for (shape, history, next) in shapes {
+                let mut grown = history.clone();
+                grown.extend(next);
+                let (mut whole, mut kept) = (Vec::new(), Vec::new());
+                let mut size = 0;
+                for _ in 0..ROUNDS {
+                    let started = Instant::now();
+                    let body = encode_body(&request(&model, &grown, None), &compat);
+                    whole.push(started.elapsed());
+                    size = body.map_or(0, |body| body.len());
+                    // The request before, untimed, leaves the settled history kept.
+                    let encoded = Arc::new(EncodedHistory::new());
+                    let _ = encode_body(&request(&model, &history, Some(encoded.clone())), &compat);
+                    let grown_request = request(&model, &grown, Some(encoded));
+                    let started = Instant::now();
+                    let body = encode_body(&grown_request, &compat);
+                    kept.push(started.elapsed());
+                    assert_eq!(body.map_or(0, |body| body.len()), size, "the same body either way");
+                }
+                let (whole, kept) = (best_and_median(whole), best_and_median(kept));
+                println!(
+                    "| `{}` | {shape} | {} | {:.1} MB | {:.2} / {:.2} ms | {:.2} / {:.2} ms |",
+                    api.as_str(),
+                    grown.len(),
+                    size as f64 / 1e6,
+                    whole.0,
+                    whole.1,
+                    kept.0,
+                    kept.1
+                );
             }
-            let (whole, kept) = (best_and_median(whole), best_and_median(kept));
-            println!(
-                "| `{}` | {} | {:.1} MB | {:.2} / {:.2} ms | {:.2} / {:.2} ms |",
-                api.as_str(),
-                grown.len(),
-                size as f64 / 1e6,
-                whole.0,
-                whole.1,
-                kept.0,
-                kept.1
-            );
         }
     }
 }

@@ -43,13 +43,26 @@ pub fn body<'a>(request: &'a ProviderRequest, compat: &Compat) -> AnthropicBody<
     body_after(request, compat, Encoded::NONE)
 }
 
-/// A user message with something to send starts a segment: its turn is never joined to the
-/// one before (only consecutive tool results are), and the cache breakpoint and the check for
-/// a tool loop without thinking, which look at the last turns, then only see turns after it.
-pub(crate) fn starts_segment(message: &Message, model: &ModelInfo) -> bool {
-    match message {
-        Message::User(user) => user.content.iter().any(|b| user_block(b, model.images).is_some()),
-        _ => false,
+/// A user or assistant message that makes a turn of its own starts a segment, when a user
+/// turn follows from it: no turn is ever joined to one before it (only consecutive tool results
+/// share a turn, and a message that makes no turn could stand between two of those), and the
+/// cache breakpoint on the last user turn and the check for a tool loop without thinking, which
+/// look at the last turns, then only see turns from it on.
+pub(crate) fn starts_segment(history: &[Arc<Message>], index: usize, model: &ModelInfo) -> bool {
+    let Some(message) = history.get(index) else { return false };
+    let makes_turn =
+        |message: &Arc<Message>| !turns(std::slice::from_ref(message), model).is_empty();
+    match message.as_ref() {
+        Message::User(_) => makes_turn(message),
+        Message::Assistant(_) => {
+            makes_turn(message)
+                && history[index + 1..].iter().any(|later| match later.as_ref() {
+                    Message::ToolResult(_) => true,
+                    Message::User(_) => makes_turn(later),
+                    Message::Assistant(_) => false,
+                })
+        }
+        Message::ToolResult(_) => false,
     }
 }
 

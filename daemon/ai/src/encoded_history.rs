@@ -78,9 +78,11 @@ impl<T: Serialize> Serialize for WireItems<'_, T> {
     }
 }
 
-/// Whether a message starts a segment of one wire API's history: the wire items of the
-/// messages before it neither depend on it nor on anything after it, and vice versa.
-pub(crate) type SegmentStart = fn(&Message, &ModelInfo) -> bool;
+/// Whether the message at an index of a history starts a segment of one wire API's history
+/// there: the wire items of the messages before it depend neither on it nor on anything after
+/// it, and the items from it on, position-dependent parts included, depend on nothing before
+/// it.
+pub(crate) type SegmentStart = fn(&[Arc<Message>], usize, &ModelInfo) -> bool;
 
 /// How one wire API encodes the items of a run of whole segments, each as its own JSON text.
 pub(crate) type EncodeItems =
@@ -113,7 +115,8 @@ impl Kept {
             && self.model == *model
             && self.messages.len() <= messages.len()
             && self.messages.iter().zip(messages).all(|(kept, now)| Arc::ptr_eq(kept, now))
-            && messages.get(self.messages.len()).is_none_or(|next| starts_segment(next, model))
+            && (self.messages.len() == messages.len()
+                || starts_segment(messages, self.messages.len(), model))
     }
 }
 
@@ -150,7 +153,7 @@ impl EncodedHistory {
         };
         let from = kept.messages.len();
         let settled =
-            (from + 1..messages.len()).rev().find(|&index| starts_segment(&messages[index], model));
+            (from + 1..messages.len()).rev().find(|&index| starts_segment(messages, index, model));
         if let Some(settled) = settled {
             let segment = &messages[from..settled];
             let encoded = items(segment)?;
@@ -348,36 +351,66 @@ mod tests {
             let model = model(api, false, false);
             let compat = compat::for_model(&model);
             let encoded = Arc::new(EncodedHistory::new());
-            let turn = |n: usize| {
+            let reply = |content, stop_reason| {
+                Arc::new(Message::Assistant(AssistantMessage {
+                    content,
+                    api: api.as_str().into(),
+                    provider: "p".into(),
+                    model: "m".into(),
+                    usage: Usage::default(),
+                    stop_reason,
+                    error_message: None,
+                    timestamp: 0,
+                }))
+            };
+            let call = |n: usize| {
+                let id = format!("call_{n}");
+                let call = ToolCall { id: id.clone(), name: "bash".into(), arguments: json!({}) };
+                let result = ToolResultMessage {
+                    tool_call_id: id,
+                    tool_name: "bash".into(),
+                    content: vec![ContentBlock::text("ok")],
+                    is_error: false,
+                    details: None,
+                    timestamp: 0,
+                };
                 [
-                    Message::User(UserMessage::text(format!("step {n}"), 0)),
-                    Message::Assistant(AssistantMessage {
-                        content: vec![ContentBlock::text(format!("done {n}"))],
-                        api: api.as_str().into(),
-                        provider: "p".into(),
-                        model: "m".into(),
-                        usage: Usage::default(),
-                        stop_reason: StopReason::Stop,
-                        error_message: None,
-                        timestamp: 0,
-                    }),
+                    reply(vec![ContentBlock::ToolCall(call)], StopReason::ToolUse),
+                    Arc::new(Message::ToolResult(result)),
                 ]
-                .map(Arc::new)
+            };
+            let turn = |n: usize| {
+                let mut turn = vec![Arc::new(Message::User(UserMessage::text("step", 0)))];
+                turn.extend(call(n));
+                turn.push(reply(vec![ContentBlock::text("done")], StopReason::Stop));
+                turn
             };
             let mut history: Vec<Arc<Message>> = (0..3).flat_map(turn).collect();
             let send = |history: &[Arc<Message>], model: &ModelInfo| {
                 let request = request(model, history, Some(encoded.clone()), ThinkingLevel::Off);
                 encode_body(&request, &compat).unwrap()
             };
-            // Everything before the last message that starts a segment is kept: the last user
-            // message, or for the Responses API, where every message starts one, the last.
-            let settled = |len: usize| if api == Api::OpenAiResponses { len - 1 } else { len - 2 };
+            // Everything before the last message that starts a segment is kept: for Anthropic
+            // the last reply with a user turn after it (its tool call); for Chat Completions
+            // the last reply; for Responses, where every message starts one, the last message.
+            let settled = |history: &[Arc<Message>]| match (api, history.last().map(AsRef::as_ref))
+            {
+                (Api::Anthropic, Some(Message::Assistant(_))) => history.len() - 3,
+                (Api::OpenAiChat, Some(Message::ToolResult(_))) => history.len() - 2,
+                _ => history.len() - 1,
+            };
             send(&history, &model);
-            assert_eq!(kept_messages(&encoded), settled(6), "{api:?}");
+            assert_eq!(kept_messages(&encoded), settled(&history), "{api:?}");
             let first_kept = encoded.kept.lock().unwrap().as_ref().unwrap().items[0].get().as_ptr();
-            history.extend(turn(3));
-            send(&history, &model);
-            assert_eq!(kept_messages(&encoded), settled(8), "{api:?}");
+            // A run's tool loop: the kept part moves along with each call, not only with each
+            // prompt.
+            for n in 3..6 {
+                history.extend(call(n));
+                send(&history, &model);
+                let expected =
+                    if api == Api::OpenAiResponses { history.len() - 1 } else { history.len() - 2 };
+                assert_eq!(kept_messages(&encoded), expected, "{api:?}");
+            }
             let kept = encoded.kept.lock().unwrap();
             // The items kept before were not encoded again.
             assert_eq!(kept.as_ref().unwrap().items[0].get().as_ptr(), first_kept, "{api:?}");

@@ -29,10 +29,10 @@ pub fn body<'a>(request: &'a ProviderRequest, compat: &Compat) -> ChatBody<'a> {
     body_after(request, compat, Encoded::NONE)
 }
 
-/// A user message starts a segment: the images of the tool results before it are sent
-/// before it, and nothing else carries over from one message to the next.
-pub(crate) fn starts_segment(message: &Message, _model: &ModelInfo) -> bool {
-    matches!(message, Message::User(_))
+/// Any message but a tool result starts a segment: the images of the tool results before it
+/// are sent before it, and nothing else carries over from one message to the next.
+pub(crate) fn starts_segment(history: &[Arc<Message>], index: usize, _model: &ModelInfo) -> bool {
+    !matches!(history.get(index).map(AsRef::as_ref), Some(Message::ToolResult(_)) | None)
 }
 
 /// The wire messages of `history` (no system message), each as its own JSON text.

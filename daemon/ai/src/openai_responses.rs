@@ -35,8 +35,8 @@ pub fn body<'a>(request: &'a ProviderRequest, compat: &Compat) -> ResponsesBody<
 }
 
 /// Every message starts a segment: each one's input items depend on nothing around it.
-pub(crate) fn starts_segment(_message: &Message, _model: &ModelInfo) -> bool {
-    true
+pub(crate) fn starts_segment(history: &[Arc<Message>], index: usize, _model: &ModelInfo) -> bool {
+    index < history.len()
 }
 
 /// The input items of `history`, each as its own JSON text.
