@@ -6,6 +6,7 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// A piece of message content.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -185,6 +186,15 @@ impl Message {
             Self::ToolResult(m) => m.timestamp,
         }
     }
+}
+
+/// Whether `history` starts with the very messages of `prefix`: the same allocations, not
+/// equal copies. How state kept for a history that grows at its end (its wire encoding, its
+/// tool-history check) knows it still holds; whoever keeps `prefix` holds its messages, so
+/// none of them can be freed and another message be made at its address meanwhile.
+pub fn starts_with_same(history: &[Arc<Message>], prefix: &[Arc<Message>]) -> bool {
+    prefix.len() <= history.len()
+        && prefix.iter().zip(history).all(|(kept, now)| Arc::ptr_eq(kept, now))
 }
 
 /// A user message: text and images.

@@ -15,7 +15,7 @@
 //! breakpoint on the last user turn) falls in the rest, which is encoded anew every time.
 
 use crate::compat::Compat;
-use rein_protocol::message::Message;
+use rein_protocol::message::{Message, starts_with_same};
 use rein_protocol::model::ModelInfo;
 use serde::ser::{Serialize, SerializeSeq, Serializer};
 use serde_json::value::RawValue;
@@ -113,8 +113,7 @@ impl Kept {
     ) -> bool {
         self.compat == *compat
             && self.model == *model
-            && self.messages.len() <= messages.len()
-            && self.messages.iter().zip(messages).all(|(kept, now)| Arc::ptr_eq(kept, now))
+            && starts_with_same(messages, &self.messages)
             && (self.messages.len() == messages.len()
                 || starts_segment(messages, self.messages.len(), model))
     }

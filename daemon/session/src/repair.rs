@@ -8,9 +8,10 @@
 
 use std::borrow::Borrow;
 use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rein_protocol::entry::RepairAction;
-use rein_protocol::message::{ContentBlock, Message, ToolResultMessage};
+use rein_protocol::message::{ContentBlock, Message, ToolResultMessage, starts_with_same};
 use serde_json::json;
 
 /// The text of the error result given to a tool call that never got one.
@@ -349,6 +350,33 @@ pub fn needs_no_repair<M: Borrow<Message>>(messages: &[M]) -> bool {
         })
 }
 
+/// [`is_valid_tool_history`] of a history that grows at its end, remembered between calls: a
+/// history that starts with the very messages found valid last time is checked from there on
+/// only (a valid history leaves no call open, so what follows it is checked as a history of
+/// its own).
+#[derive(Debug, Default)]
+pub struct ToolHistoryCheck {
+    valid: Mutex<Vec<Arc<Message>>>,
+}
+
+impl ToolHistoryCheck {
+    /// Whether `messages` is a valid tool history (see [`is_valid_tool_history`]).
+    pub fn is_valid(&self, messages: &[Arc<Message>]) -> bool {
+        let mut valid = self.valid.lock().unwrap_or_else(PoisonError::into_inner);
+        if !starts_with_same(messages, &valid) {
+            valid.clear();
+        }
+        let rest = &messages[valid.len()..];
+        if is_valid_tool_history(rest) {
+            valid.extend(rest.iter().cloned());
+            true
+        } else {
+            valid.clear();
+            false
+        }
+    }
+}
+
 /// Whether every tool call on the path has exactly one result, directly behind its call in
 /// call order, and every result has a call. What providers require.
 pub fn is_valid_tool_history<M: Borrow<Message>>(messages: &[M]) -> bool {
@@ -606,6 +634,39 @@ pub(crate) mod tests {
         assert!(!is_valid_tool_history(&m(vec![assistant("a", &["c"])])));
         assert!(!is_valid_tool_history(&m(vec![assistant("a", &["c"]), user("u")])));
         assert!(!is_valid_tool_history(&m(vec![result("r", "c")])));
+    }
+
+    #[test]
+    fn the_remembered_check_agrees_with_checking_the_whole_history() {
+        fn shared(list: Vec<PathMessage>) -> Vec<Arc<Message>> {
+            list.into_iter().map(|p| Arc::new(p.message)).collect()
+        }
+        type Step = fn(&mut Vec<Arc<Message>>);
+        let check = ToolHistoryCheck::default();
+        let mut history = shared(vec![user("u"), assistant("a", &["c1"]), result("r", "c1")]);
+        // Each step: messages appended (valid or not), a step back, or copies of the same
+        // messages (a history made anew); the answer always equals the whole check's.
+        let steps: [Step; 8] = [
+            |h| h.extend(shared(vec![assistant("b", &["c2", "c3"])])),
+            |h| h.extend(shared(vec![result("r2", "c2")])),
+            |h| h.extend(shared(vec![result("r3", "c3"), user("u2")])),
+            |h| h.extend(shared(vec![result("stray", "c9")])),
+            |h| h.truncate(h.len() - 1),
+            |h| *h = h.iter().map(|m| Arc::new(m.as_ref().clone())).collect(),
+            |h| h.truncate(2),
+            |h| h.extend(shared(vec![result("r", "c1"), user("u3")])),
+        ];
+        assert!(check.is_valid(&history));
+        for step in steps {
+            step(&mut history);
+            let whole = is_valid_tool_history(&history);
+            assert_eq!(check.is_valid(&history), whole, "{history:#?}");
+            assert_eq!(check.is_valid(&history), whole, "asked twice: {history:#?}");
+        }
+        // What was found valid is remembered, as the messages themselves.
+        let remembered = check.valid.lock().unwrap().clone();
+        assert_eq!(remembered.len(), history.len());
+        assert!(starts_with_same(&history, &remembered));
     }
 
     #[test]

@@ -17,7 +17,7 @@ use rein_protocol::message::{Message, ToolResultMessage};
 use rein_protocol::method::ApprovalPolicy;
 use rein_protocol::model::ModelInfo;
 use rein_protocol::verify::RunOutcome;
-use rein_session::repair::{is_valid_tool_history, repair_messages};
+use rein_session::repair::repair_messages;
 use rein_session::{Compacted, Session};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -208,7 +208,7 @@ impl CodingSession {
         };
         let compacted = self.compact_at_threshold().await.or(resynced);
         let current = compacted.as_deref().unwrap_or(messages);
-        let messages = if is_valid_tool_history(current) {
+        let messages = if self.tool_history.is_valid(current) {
             compacted
         } else {
             tracing::warn!(session = %self.id, "repairing the tool history before a request");

@@ -231,6 +231,9 @@ pub struct CodingSession {
     shell: shell::ShellSlot,
     run_plans: verification::RunPlans,
     checkpoints: checkpoints::SessionCheckpoints,
+    /// The tool-history check before each request, remembered so a request checks only what
+    /// was appended since the last.
+    tool_history: rein_session::repair::ToolHistoryCheck,
     /// The session's own MCP servers.
     mcp: crate::mcp::McpServers,
     /// The MCP tool generation the tools were last built from.
@@ -470,6 +473,7 @@ impl CodingSession {
                 shell: shell::ShellSlot::default(),
                 run_plans: verification::RunPlans::default(),
                 checkpoints: checkpoints::SessionCheckpoints::default(),
+                tool_history: rein_session::repair::ToolHistoryCheck::default(),
                 mcp,
                 mcp_built: std::sync::atomic::AtomicU64::new(mcp_built),
                 me: me.clone(),
