@@ -5,6 +5,7 @@ pub mod connection;
 pub mod daemon;
 pub mod fake_provider;
 pub mod floor;
+pub mod history;
 pub mod process;
 pub mod small_fs;
 pub mod socket_proxy;

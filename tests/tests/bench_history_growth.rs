@@ -18,10 +18,6 @@
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
-use rein_protocol::message::{
-    AssistantMessage, ContentBlock, Message, StopReason, ToolCall, ToolResultMessage, Usage,
-    UserMessage,
-};
 use rein_protocol::{EntryKind, SessionEntry};
 use rein_testkit::background::BackgroundFake;
 use rein_testkit::daemon::DaemonFixture;
@@ -51,48 +47,6 @@ fn cpu_time(pid: u32) -> Duration {
     Duration::from_secs_f64(ticks as f64 / per_second as f64)
 }
 
-/// One turn of recorded history, about 200 bytes an entry: a prompt, a `bash` call, its
-/// output and an answer.
-fn turn(n: usize) -> [Message; 4] {
-    let assistant = |content| AssistantMessage {
-        content,
-        api: "openai-chat".into(),
-        provider: "local".into(),
-        model: "test-model".into(),
-        usage: Usage::default(),
-        stop_reason: StopReason::Stop,
-        error_message: None,
-        timestamp: 0,
-    };
-    let call_id = format!("call_{n}");
-    [
-        Message::User(UserMessage::text(
-            format!("step {n}: look at the files {}", "u".repeat(80)),
-            0,
-        )),
-        Message::Assistant(AssistantMessage {
-            stop_reason: StopReason::ToolUse,
-            ..assistant(vec![ContentBlock::ToolCall(ToolCall {
-                id: call_id.clone(),
-                name: "bash".into(),
-                arguments: json!({"command": format!("ls -la src/{n}")}),
-            })])
-        }),
-        Message::ToolResult(ToolResultMessage {
-            tool_call_id: call_id,
-            tool_name: "bash".into(),
-            content: vec![ContentBlock::text(format!("total {n}\n{}", "f".repeat(120)))],
-            is_error: false,
-            details: None,
-            timestamp: 0,
-        }),
-        Message::Assistant(assistant(vec![ContentBlock::text(format!(
-            "done with step {n} {}",
-            "a".repeat(80)
-        ))])),
-    ]
-}
-
 /// Appends `entries` message entries (whole turns) to the session file at `path`, chained
 /// after its last entry.
 fn grow(path: &str, entries: usize) {
@@ -107,7 +61,7 @@ fn grow(path: &str, entries: usize) {
         std::io::BufWriter::new(std::fs::OpenOptions::new().append(true).open(path).unwrap());
     let mut written = 0;
     for n in 0.. {
-        for message in turn(n) {
+        for message in rein_testkit::history::turn(n, "openai-chat", "local") {
             if written == entries {
                 out.flush().unwrap();
                 return;

@@ -8,70 +8,22 @@
 
 use rein_ai::wire::encode_body;
 use rein_ai::{EncodedHistory, ProviderRequest, RequestContext, StreamOptions, compat};
-use rein_protocol::message::{
-    AssistantMessage, ContentBlock, Message, StopReason, ToolCall, ToolResultMessage, Usage,
-    UserMessage,
-};
-use rein_protocol::model::{Api, ModelCost, ModelInfo};
-use serde_json::json;
+use rein_protocol::message::Message;
+use rein_protocol::model::{Api, ModelInfo};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 const ROUNDS: usize = 7;
 
 fn model(api: Api) -> ModelInfo {
-    ModelInfo {
-        provider: "bench".into(),
-        id: "bench-model".into(),
-        name: String::new(),
-        api,
-        context_window: 1_000_000_000,
-        max_output_tokens: 100_000,
-        images: false,
-        reasoning: false,
-        cost: ModelCost::default(),
-        known: true,
-    }
+    let mut model = rein_ai::catalog::model_info("bench", "test-model", api);
+    model.images = false;
+    model
 }
 
-/// One turn of four messages (a prompt, a `bash` call, its output, an answer), about 200
-/// bytes a message, as in the growth benchmark's sessions.
+/// Turn `n` of the growth benchmark's sessions, as `api` recorded it.
 fn turn(api: Api, n: usize) -> [Arc<Message>; 4] {
-    let reply = |content, stop_reason| AssistantMessage {
-        content,
-        api: api.as_str().into(),
-        provider: "bench".into(),
-        model: "bench-model".into(),
-        usage: Usage::default(),
-        stop_reason,
-        error_message: None,
-        timestamp: 0,
-    };
-    let call_id = format!("call_{n}");
-    [
-        Message::User(UserMessage::text(format!("step {n}: look {}", "u".repeat(80)), 0)),
-        Message::Assistant(reply(
-            vec![ContentBlock::ToolCall(ToolCall {
-                id: call_id.clone(),
-                name: "bash".into(),
-                arguments: json!({"command": format!("ls -la src/{n}")}),
-            })],
-            StopReason::ToolUse,
-        )),
-        Message::ToolResult(ToolResultMessage {
-            tool_call_id: call_id,
-            tool_name: "bash".into(),
-            content: vec![ContentBlock::text(format!("total {n}\n{}", "f".repeat(120)))],
-            is_error: false,
-            details: None,
-            timestamp: 0,
-        }),
-        Message::Assistant(reply(
-            vec![ContentBlock::text(format!("done with step {n} {}", "a".repeat(80)))],
-            StopReason::Stop,
-        )),
-    ]
-    .map(Arc::new)
+    rein_testkit::history::turn(n, api.as_str(), "bench").map(Arc::new)
 }
 
 fn request(

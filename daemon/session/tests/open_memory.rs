@@ -12,12 +12,8 @@
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rein_protocol::EntryKind;
-use rein_protocol::message::{
-    AssistantMessage, ContentBlock, Message, StopReason, ToolCall, ToolResultMessage, Usage,
-    UserMessage,
-};
+use rein_protocol::message::Message;
 use rein_session::SessionStore;
-use serde_json::json;
 
 // dhat's allocator counts the bytes in use and their peak while a profiler runs.
 #[global_allocator]
@@ -33,41 +29,8 @@ fn alone() -> MutexGuard<'static, ()> {
 /// One turn of four entries, about 300 bytes an entry on disk: a prompt, a `bash` call, its
 /// output and an answer.
 fn turn(n: usize) -> [EntryKind; 4] {
-    let assistant = |content, stop_reason| AssistantMessage {
-        content,
-        api: "openai-chat".into(),
-        provider: "local".into(),
-        model: "test-model".into(),
-        usage: Usage::default(),
-        stop_reason,
-        error_message: None,
-        timestamp: 0,
-    };
-    let call_id = format!("call_{n}");
-    [
-        Message::User(UserMessage::text(format!("step {n}: look at {}", "u".repeat(80)), 0)),
-        Message::Assistant(assistant(
-            vec![ContentBlock::ToolCall(ToolCall {
-                id: call_id.clone(),
-                name: "bash".into(),
-                arguments: json!({"command": format!("ls -la src/{n}")}),
-            })],
-            StopReason::ToolUse,
-        )),
-        Message::ToolResult(ToolResultMessage {
-            tool_call_id: call_id,
-            tool_name: "bash".into(),
-            content: vec![ContentBlock::text(format!("total {n}\n{}", "f".repeat(120)))],
-            is_error: false,
-            details: None,
-            timestamp: 0,
-        }),
-        Message::Assistant(assistant(
-            vec![ContentBlock::text(format!("done with step {n} {}", "a".repeat(80)))],
-            StopReason::Stop,
-        )),
-    ]
-    .map(|message| EntryKind::Message { message: message.into() })
+    rein_testkit::history::turn(n, "openai-chat", "local")
+        .map(|message| EntryKind::Message { message: message.into() })
 }
 
 /// What opening a session of `entries` entries cost: the file's size, the bytes the open
