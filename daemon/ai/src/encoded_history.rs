@@ -30,18 +30,18 @@ pub struct EncodedHistory {
 
 /// What one request found encoded: the wire items of its first `messages` messages.
 #[derive(Debug, Clone, Copy)]
-pub struct Encoded<'a> {
+pub(crate) struct Encoded<'a> {
     /// The wire items, each one JSON text.
-    pub items: &'a [Box<RawValue>],
+    pub(crate) items: &'a [Box<RawValue>],
     /// How many of the history's messages they stand for.
-    pub messages: usize,
+    pub(crate) messages: usize,
     /// Their length in bytes, together.
-    pub bytes: usize,
+    pub(crate) bytes: usize,
 }
 
 impl Encoded<'_> {
     /// Nothing encoded: the whole history is encoded by the request itself.
-    pub const NONE: Encoded<'static> = Encoded { items: &[], messages: 0, bytes: 0 };
+    pub(crate) const NONE: Encoded<'static> = Encoded { items: &[], messages: 0, bytes: 0 };
 }
 
 /// A request body's history on the wire: a leading item (a system message, say), the items
