@@ -2,7 +2,7 @@
 grows with history comes to, build against build, under the same load (docs/benchmarks.md,
 "Twenty-second pass").
 
-    python3 scripts/cold_ab/history_ab.py ENTRIES ROUNDS DIR [DIR...]
+    python3 scripts/cold_ab/history_ab.py [--checkpoints] ENTRIES ROUNDS DIR [DIR...]
 
 Each DIR holds a `rein` and a `reind` (copies of target/release). For each, a REIN_HOME with
 its own daemon and one session of ENTRIES message entries (whole turns of a prompt, a `bash`
@@ -12,14 +12,19 @@ context window of 10^9 tokens so nothing is compacted, and the same fake provide
 DIR, each of ROUNDS rounds times `rein run --session ID --approve yolo go` once per DIR, the
 order reversed every other round. Printed per DIR: the median and quartiles of the task's
 time (perf_counter around the child process).
+
+With --checkpoints, each turn of the grown session is followed by the checkpoint record rein
+writes after a turn's tools ran (a `rein.checkpoint` custom entry, counted in ENTRIES), as in
+a session that has worked on a project, instead of message entries only.
 """
 import json, os, statistics, subprocess, sys, tempfile, time
 import fixture
 
 
-def grow(path, entries):
-    """Appends `entries` message entries to the session file at `path`, each hanging off the
-    one before, after its last entry."""
+def grow(path, entries, checkpoints=False):
+    """Appends `entries` entries to the session file at `path`, each hanging off the one
+    before, after its last entry: whole turns of messages, each followed by a checkpoint
+    record if `checkpoints`."""
     lines = [json.loads(line) for line in open(path) if line.strip()]
     parent = next((line["id"] for line in reversed(lines) if "parent_id" in line), None)
     usage = {"input": 0, "output": 0, "cache_read": 0, "cache_write": 0, "total_tokens": 0,
@@ -44,17 +49,24 @@ def grow(path, entries):
                  "is_error": False, "timestamp": 0},
                 reply([{"type": "text", "text": f"done with step {n} " + "a" * 80}], "stop"),
             ]
-            for message in turn[:entries - written]:
+            kinds = [{"type": "message", "message": message} for message in turn]
+            if checkpoints:
+                kinds.append({"type": "custom", "custom_type": "rein.checkpoint",
+                              "data": {"turn": n + 1, "run_id": f"run-{n}", "run_turn": 1,
+                                       "before": f"{n:040x}", "after": f"{n + 1:040x}"}})
+            for kind in kinds[:entries - written]:
                 entry = f"g{written:07}"
                 out.write(json.dumps({"id": entry, "parent_id": parent,
-                                      "timestamp": "2026-12-01T10:00:00Z", "type": "message",
-                                      "message": message}) + "\n")
+                                      "timestamp": "2026-12-01T10:00:00Z", **kind}) + "\n")
                 parent, written = entry, written + 1
             n += 1
 
 
 def main():
-    entries, rounds, builds = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3:]
+    args = sys.argv[1:]
+    checkpoints = "--checkpoints" in args
+    args = [a for a in args if a != "--checkpoints"]
+    entries, rounds, builds = int(args[0]), int(args[1]), args[2:]
     provider, base_url, _ = fixture.start_provider(tool_first=True)
     project = tempfile.mkdtemp()
     runs = []
@@ -74,7 +86,8 @@ def main():
             session = rpc("session/create", {"cwd": project})["session_id"]
             rpc("session/close", {"session_id": session})
             listed = rpc("session/list", {"cwd": project})["sessions"]
-            grow(next(s["path"] for s in listed if s["session_id"] == session), entries)
+            grow(next(s["path"] for s in listed if s["session_id"] == session), entries,
+                 checkpoints)
             runs.append((build, [rein, "run", "--session", session, "--approve", "yolo", "go"],
                          env, []))
 

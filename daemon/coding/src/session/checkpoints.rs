@@ -14,11 +14,11 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::{Mutex, PoisonError};
 
-use rein_protocol::EntryKind;
 use rein_protocol::checkpoint::{
     CheckpointInfo, DiffParams, DiffResult, SkippedFile, UndoParams, UndoResult,
 };
 use rein_protocol::event::SessionEvent;
+use rein_protocol::{EntryKind, SessionEntry};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
@@ -151,15 +151,9 @@ impl CodingSession {
         }
         // The entry follows the turn's tool results in the file.
         self.pump.catch_up().await;
-        let Ok(count) = self.journal.read(|file| {
-            records(file.tree().entries())
-                .iter()
-                .filter(|(_, record)| matches!(record, Record::Checkpoint { .. }))
-                .count()
-        }) else {
+        let Ok(turn) = self.journal.read(|file| next_turn(file.tree().entries())) else {
             return;
         };
-        let turn = u32::try_from(count).unwrap_or(u32::MAX).saturating_add(1);
         let record = CheckpointRecord {
             turn,
             run_id: run_id.to_string(),
@@ -309,22 +303,35 @@ impl CodingSession {
 }
 
 /// The checkpoint and undo records of a session file, with each entry's index in the file.
-fn records(entries: &[rein_protocol::SessionEntry]) -> Vec<(usize, Record)> {
+fn records(entries: &[SessionEntry]) -> Vec<(usize, Record)> {
     entries
         .iter()
         .enumerate()
         .filter_map(|(index, entry)| match &entry.kind {
-            EntryKind::Custom { custom_type, data } if custom_type == CHECKPOINT_ENTRY_TYPE => {
-                serde_json::from_value(data.clone())
-                    .ok()
-                    .map(|data| (index, Record::Checkpoint { entry_id: entry.id.clone(), data }))
-            }
             EntryKind::Custom { custom_type, data } if custom_type == UNDO_ENTRY_TYPE => {
-                serde_json::from_value(data.clone()).ok().map(|undo| (index, Record::Undo(undo)))
+                UndoRecord::deserialize(data).ok().map(|undo| (index, Record::Undo(undo)))
             }
-            _ => None,
+            _ => checkpoint_record(entry)
+                .map(|data| (index, Record::Checkpoint { entry_id: entry.id.clone(), data })),
         })
         .collect()
+}
+
+/// The checkpoint `entry` records, if it is a readable checkpoint entry.
+fn checkpoint_record(entry: &SessionEntry) -> Option<CheckpointRecord> {
+    match &entry.kind {
+        EntryKind::Custom { custom_type, data } if custom_type == CHECKPOINT_ENTRY_TYPE => {
+            CheckpointRecord::deserialize(data).ok()
+        }
+        _ => None,
+    }
+}
+
+/// The number the next checkpointed turn gets: one after the last checkpoint recorded in the
+/// file (turns are numbered from 1 in file order, across branches and undos). Read from the
+/// end, so that recording a checkpoint costs as much on a long session as on a new one.
+fn next_turn(entries: &[SessionEntry]) -> u32 {
+    entries.iter().rev().find_map(checkpoint_record).map_or(1, |last| last.turn.saturating_add(1))
 }
 
 /// Which record an undo goes back to.
@@ -386,4 +393,68 @@ async fn outside_changes(
         changed.extend(store.changed_paths(after, now).await.map_err(failed)?);
     }
     Ok(changed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(id: &str, kind: EntryKind) -> SessionEntry {
+        SessionEntry {
+            id: id.into(),
+            parent_id: None,
+            timestamp: "2026-12-05T00:00:00Z".into(),
+            kind,
+        }
+    }
+
+    fn custom(id: &str, custom_type: &str, data: serde_json::Value) -> SessionEntry {
+        entry(id, EntryKind::Custom { custom_type: custom_type.into(), data })
+    }
+
+    fn checkpoint(id: &str, turn: u32) -> SessionEntry {
+        let record = CheckpointRecord {
+            turn,
+            run_id: "r".into(),
+            run_turn: 1,
+            before: "t0".into(),
+            after: Some("t1".into()),
+            skipped: Vec::new(),
+        };
+        custom(id, CHECKPOINT_ENTRY_TYPE, serde_json::to_value(record).unwrap())
+    }
+
+    fn label(id: &str) -> SessionEntry {
+        entry(id, EntryKind::Label { target_id: "c1".into(), label: Some("x".into()) })
+    }
+
+    #[test]
+    fn the_first_checkpoint_is_turn_one() {
+        assert_eq!(next_turn(&[]), 1);
+        assert_eq!(next_turn(&[label("a"), label("b")]), 1);
+    }
+
+    #[test]
+    fn the_next_turn_follows_the_last_checkpoint_whatever_comes_after_it() {
+        let undo = custom("u", UNDO_ENTRY_TYPE, json!({"turn": 2, "before": "t2", "after": "t0"}));
+        let entries =
+            [checkpoint("c1", 1), label("a"), checkpoint("c2", 2), undo, label("b"), label("c")];
+        assert_eq!(next_turn(&entries), 3, "an undo frees no number");
+        // As many as the readable checkpoints recorded, the numbering the records give.
+        let counted = records(&entries)
+            .iter()
+            .filter(|(_, r)| matches!(r, Record::Checkpoint { .. }))
+            .count();
+        assert_eq!(next_turn(&entries), counted as u32 + 1);
+    }
+
+    #[test]
+    fn an_unreadable_checkpoint_entry_is_passed_over() {
+        let damaged = custom("d", CHECKPOINT_ENTRY_TYPE, json!({"turn": "three"}));
+        assert_eq!(next_turn(&[checkpoint("c1", 1), checkpoint("c2", 2), damaged]), 3);
+        assert_eq!(
+            records(&[checkpoint("c1", 1), custom("d", CHECKPOINT_ENTRY_TYPE, json!(7))]).len(),
+            1
+        );
+    }
 }
